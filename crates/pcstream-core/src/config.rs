@@ -1,0 +1,263 @@
+//! SSD configuration (TOML; presets are such files) and its validation.
+//!
+//! Keys are a fixed contract (`[geometry]`, `[ftl]`, `[timing]`); unknown keys are rejected so a
+//! typo never silently falls back to a default.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Geometry {
+    pub channels: u32,
+    /// Dies per channel.
+    pub ways: u32,
+    pub blocks_per_die: u32,
+    pub pages_per_block: u32,
+    #[serde(default = "default_page_bytes")]
+    pub page_bytes: u32,
+}
+
+fn default_page_bytes() -> u32 {
+    4096
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GcUnit {
+    /// Same block index on every die (FEMU's line).
+    Line,
+    /// One block.
+    Block,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GcVictim {
+    Greedy,
+    CostBenefit,
+    Fifo,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ftl {
+    /// Over-provisioning: (physical − logical) / logical.
+    pub op: f64,
+    /// Streams a host may address, stream 0 included.
+    #[serde(default = "default_streams")]
+    pub host_streams: u32,
+    #[serde(default = "default_unit")]
+    pub gc_unit: GcUnit,
+    #[serde(default = "default_victim")]
+    pub gc_victim: GcVictim,
+    /// Share of units free that starts GC (at least 2 units).
+    #[serde(default = "default_low")]
+    pub gc_low_watermark: f64,
+    /// Share of units free that stops GC.
+    #[serde(default = "default_high")]
+    pub gc_high_watermark: f64,
+}
+
+fn default_streams() -> u32 {
+    8
+}
+fn default_unit() -> GcUnit {
+    GcUnit::Line
+}
+fn default_victim() -> GcVictim {
+    GcVictim::Greedy
+}
+fn default_low() -> f64 {
+    0.01
+}
+fn default_high() -> f64 {
+    0.02
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    #[serde(default = "default_read")]
+    pub read_us: f64,
+    #[serde(default = "default_program")]
+    pub program_us: f64,
+    #[serde(default = "default_erase")]
+    pub erase_us: f64,
+    #[serde(default = "default_qd")]
+    pub queue_depth: u32,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            read_us: 40.0,
+            program_us: 200.0,
+            erase_us: 2000.0,
+            queue_depth: 32,
+        }
+    }
+}
+
+fn default_read() -> f64 {
+    40.0
+}
+fn default_program() -> f64 {
+    200.0
+}
+fn default_erase() -> f64 {
+    2000.0
+}
+fn default_qd() -> u32 {
+    32
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SsdConfig {
+    /// Name shown in results (preset name or file stem); not part of the TOML.
+    #[serde(skip)]
+    pub name: String,
+    pub geometry: Geometry,
+    pub ftl: Ftl,
+    #[serde(default)]
+    pub timing: Timing,
+}
+
+/// Names of the built-in presets.
+pub const PRESETS: &[&str] = &["paper", "small"];
+
+/// TOML text of a built-in preset.
+pub fn preset_toml(name: &str) -> Option<&'static str> {
+    match name {
+        "paper" => Some(include_str!("../presets/paper.toml")),
+        "small" => Some(include_str!("../presets/small.toml")),
+        _ => None,
+    }
+}
+
+impl SsdConfig {
+    /// Parse and validate a TOML configuration. `name` labels results.
+    pub fn from_toml(name: &str, text: &str) -> Result<SsdConfig, ConfigError> {
+        let mut cfg: SsdConfig = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse(name.to_string(), one_line(&e.to_string())))?;
+        cfg.name = name.to_string();
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// A built-in preset by name.
+    pub fn preset(name: &str) -> Result<SsdConfig, ConfigError> {
+        let text = preset_toml(name).ok_or_else(|| ConfigError::UnknownPreset(name.to_string()))?;
+        SsdConfig::from_toml(name, text)
+    }
+
+    pub fn dies(&self) -> u32 {
+        self.geometry.channels * self.geometry.ways
+    }
+
+    /// Pages per allocation/GC unit.
+    pub fn unit_pages(&self) -> u32 {
+        match self.ftl.gc_unit {
+            GcUnit::Line => self.geometry.pages_per_block * self.dies(),
+            GcUnit::Block => self.geometry.pages_per_block,
+        }
+    }
+
+    pub fn units(&self) -> u32 {
+        match self.ftl.gc_unit {
+            GcUnit::Line => self.geometry.blocks_per_die,
+            GcUnit::Block => self.geometry.blocks_per_die * self.dies(),
+        }
+    }
+
+    pub fn physical_pages(&self) -> u64 {
+        self.units() as u64 * self.unit_pages() as u64
+    }
+
+    /// Logical pages = floor(physical / (1 + op)).
+    pub fn logical_pages(&self) -> u64 {
+        (self.physical_pages() as f64 / (1.0 + self.ftl.op)).floor() as u64
+    }
+
+    /// Free units at which GC starts (at least 2).
+    pub fn gc_low_units(&self) -> u32 {
+        ((self.ftl.gc_low_watermark * self.units() as f64).ceil() as u32).max(2)
+    }
+
+    /// Free units at which GC stops (above the low watermark).
+    pub fn gc_high_units(&self) -> u32 {
+        ((self.ftl.gc_high_watermark * self.units() as f64).ceil() as u32)
+            .max(self.gc_low_units() + 1)
+    }
+
+    /// Check that the device can work with `write_points` open units at once.
+    pub fn validate_for(&self, write_points: u32) -> Result<(), ConfigError> {
+        let data_units = self.units() as i64 - write_points as i64 - self.gc_high_units() as i64;
+        let needed = self.logical_pages().div_ceil(self.unit_pages() as u64) as i64 + 1;
+        if data_units < needed {
+            return Err(ConfigError::Impossible(format!(
+                "{}: {} units of {} pages cannot hold {} logical pages with {} open write points and {} free units \
+                 reserved for GC; raise op or blocks_per_die, or use fewer streams",
+                self.name,
+                self.units(),
+                self.unit_pages(),
+                self.logical_pages(),
+                write_points,
+                self.gc_high_units()
+            )));
+        }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let g = &self.geometry;
+        let bad = |what: String| Err(ConfigError::Impossible(format!("{}: {what}", self.name)));
+        if g.channels == 0 || g.ways == 0 || g.blocks_per_die == 0 || g.pages_per_block == 0 {
+            return bad(
+                "channels, ways, blocks_per_die and pages_per_block must all be ≥ 1".into(),
+            );
+        }
+        if g.page_bytes != 4096 {
+            return bad(format!(
+                "page_bytes = {} is not supported; the engine models 4096-byte pages",
+                g.page_bytes
+            ));
+        }
+        if self.physical_pages() >= u32::MAX as u64 {
+            return bad(format!(
+                "{} physical pages exceed the engine's limit of {} (16 TiB); use a smaller geometry",
+                self.physical_pages(),
+                u32::MAX - 1
+            ));
+        }
+        if !(self.ftl.op.is_finite() && self.ftl.op > 0.0) {
+            return bad(format!(
+                "op = {} must be > 0 (over-provisioning = (physical − logical) / logical)",
+                self.ftl.op
+            ));
+        }
+        if self.ftl.host_streams == 0 || self.ftl.host_streams > 64 {
+            return bad(format!(
+                "host_streams = {} must be between 1 and 64",
+                self.ftl.host_streams
+            ));
+        }
+        let (lo, hi) = (self.ftl.gc_low_watermark, self.ftl.gc_high_watermark);
+        if !(lo >= 0.0 && hi >= lo && hi < 0.5) {
+            return bad(format!(
+                "gc watermarks low = {lo}, high = {hi}: need 0 ≤ low ≤ high < 0.5 (shares of all units)"
+            ));
+        }
+        let t = &self.timing;
+        if !(t.read_us >= 0.0 && t.program_us > 0.0 && t.erase_us >= 0.0) || t.queue_depth == 0 {
+            return bad("timing: latencies must be ≥ 0 (program > 0) and queue_depth ≥ 1".into());
+        }
+        self.validate_for(self.ftl.host_streams)
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,163 @@
+//! The page-mapped FTL: map, units, write points, GC, and the whole-state check.
+//!
+//! The FTL owns physical state and the die clock; it knows nothing of traces or metrics. GC asks
+//! the placement policy for destinations only in `GcMode::Policy`.
+
+pub mod frontier;
+pub mod gc;
+pub mod geometry;
+pub mod mapping;
+pub mod units;
+pub mod verify;
+
+use crate::config::SsdConfig;
+use crate::placement::GcMode;
+use crate::timing::DieClock;
+use crate::units::{LogicalTime, Lpn, Ppn};
+use frontier::WritePoint;
+use geometry::Geometry;
+use mapping::{Mapping, PageMeta};
+use units::Units;
+
+/// Counters of physical work (all since construction; the simulator takes differences).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FtlCounters {
+    pub gc_pages: u64,
+    pub erases: u64,
+    pub gc_runs: u64,
+}
+
+pub struct Ftl {
+    pub geo: Geometry,
+    pub map: Mapping,
+    pub units: Units,
+    pub wps: Vec<WritePoint>,
+    pub host_streams: u32,
+    pub gc_mode: GcMode,
+    pub gc_low: u32,
+    pub gc_high: u32,
+    pub timer: Option<DieClock>,
+    /// Simulated time (ns) at which the current request was issued; GC starts then.
+    pub now_ns: u64,
+    pub counters: FtlCounters,
+    /// Run the whole-state check after every GC (tests).
+    pub verify_each_gc: bool,
+}
+
+/// Number of write points for a GC mode: host streams plus internal ones.
+pub fn write_points(host_streams: u32, mode: GcMode, policy_internal: u32) -> u32 {
+    host_streams
+        + match mode {
+            GcMode::SameStream => 0,
+            GcMode::Substream => host_streams,
+            GcMode::SingleGc => 1,
+            GcMode::Policy => policy_internal,
+        }
+}
+
+impl Ftl {
+    /// Requires: `cfg` validated for `n_wps` write points (`SsdConfig::validate_for`).
+    pub fn new(
+        cfg: &SsdConfig,
+        gc_mode: GcMode,
+        n_wps: u32,
+        timing: bool,
+        with_death: bool,
+    ) -> Ftl {
+        let geo = Geometry::new(cfg);
+        // GC may open one unit per destination write point before its victim is erased.
+        let gc_dests = match gc_mode {
+            GcMode::SameStream => 1,
+            GcMode::Substream => cfg.ftl.host_streams,
+            GcMode::SingleGc => 1,
+            GcMode::Policy => n_wps,
+        };
+        let gc_low = cfg.gc_low_units().max(gc_dests + 1);
+        let gc_high = cfg.gc_high_units().max(gc_low + 1);
+        Ftl {
+            map: Mapping::new(geo.logical_pages, geo.physical_pages, with_death),
+            units: Units::new(geo.units, geo.unit_pages, cfg.ftl.gc_victim),
+            wps: (0..n_wps).map(|_| WritePoint::default()).collect(),
+            host_streams: cfg.ftl.host_streams,
+            gc_mode,
+            gc_low,
+            gc_high,
+            timer: timing.then(|| DieClock::new(cfg.dies(), &cfg.timing)),
+            now_ns: 0,
+            counters: FtlCounters::default(),
+            verify_each_gc: cfg!(feature = "verify"),
+            geo,
+        }
+    }
+
+    /// Invalidate the current version of `lpn`; returns its metadata (and death time).
+    #[inline]
+    pub fn invalidate(&mut self, lpn: Lpn) -> Option<(PageMeta, u64)> {
+        let old = self.map.unmap(lpn)?;
+        let unit = self.geo.unit_of(old);
+        self.units.remove_valid(unit);
+        let death = self.map.death.as_ref().map_or(0, |d| d[old.0 as usize]);
+        Some((self.map.meta[old.0 as usize], death))
+    }
+
+    /// Program a host page of `lpn` (already invalidated) at write point `wp`.
+    /// Runs GC first when the write point needs a new unit and free units are low.
+    /// Returns the completion time of the program (ns; 0 without timing).
+    #[inline]
+    pub fn program_host(
+        &mut self,
+        lpn: Lpn,
+        wp: u8,
+        meta: PageMeta,
+        death: u64,
+        now: LogicalTime,
+        policy: &mut dyn crate::placement::Placement,
+    ) -> u64 {
+        if self.wps[wp as usize].needs_unit(self.geo.unit_pages)
+            && self.units.free_count() <= self.gc_low
+        {
+            self.collect(now, policy);
+        }
+        let ppn = self.alloc(wp, now);
+        self.map.map(lpn, ppn, meta);
+        if let Some(d) = self.map.death.as_mut() {
+            d[ppn.0 as usize] = death;
+        }
+        let done = self.program_done(ppn, self.now_ns);
+        self.seal_if_full(wp, now);
+        done
+    }
+
+    /// Timing and unit accounting of a programmed page; returns its completion time.
+    #[inline]
+    pub(crate) fn program_done(&mut self, ppn: Ppn, at: u64) -> u64 {
+        let unit = self.geo.unit_of(ppn);
+        self.units.add_valid(unit);
+        match self.timer.as_mut() {
+            Some(t) => {
+                let die = self.geo.die_of(unit, ppn.0 - unit.0 * self.geo.unit_pages);
+                t.program(die, at)
+            }
+            None => 0,
+        }
+    }
+
+    /// Read `lpn`; returns the completion time (ns), the issue time if unmapped.
+    #[inline]
+    pub fn read(&mut self, lpn: Lpn) -> u64 {
+        match (self.map.lookup(lpn), self.timer.as_mut()) {
+            (Some(ppn), Some(t)) => t.read(self.geo.die_of_ppn(ppn), self.now_ns),
+            _ => self.now_ns,
+        }
+    }
+
+    /// Open write points (units currently being filled).
+    pub fn open_write_points(&self) -> usize {
+        self.wps.iter().filter(|w| w.is_open()).count()
+    }
+
+    /// Bytes of engine state (maps, page metadata, unit tables).
+    pub fn state_bytes(&self) -> usize {
+        self.map.bytes() + self.units.bytes() + self.timer.as_ref().map_or(0, |t| t.bytes())
+    }
+}

@@ -1,0 +1,137 @@
+//! Whole-state consistency check (O(physical pages)); run after every GC in tests.
+//!
+//! Checks: every mapped LPN has exactly one valid PPN and the reverse map agrees; per-unit valid
+//! counts equal the valid pages found; their sum equals the mapped LPNs; free + open + sealed
+//! (+ collecting) units = all units; each open unit belongs to exactly one write point; no page
+//! beyond a write point's fill position is valid (a page is never written twice without erase);
+//! the greedy buckets hold exactly the sealed units with their valid counts.
+
+use super::mapping::NONE;
+use super::units::UnitState;
+use super::Ftl;
+
+impl Ftl {
+    pub fn verify(&self) -> Result<(), String> {
+        let g = &self.geo;
+        let mut mapped = 0u64;
+        for (lpn, &p) in self.map.l2p.iter().enumerate() {
+            if p != NONE {
+                mapped += 1;
+                if self.map.p2l[p as usize] as usize != lpn {
+                    return Err(format!(
+                        "lpn {lpn} → ppn {p}, but ppn {p} → {}",
+                        self.map.p2l[p as usize]
+                    ));
+                }
+            }
+        }
+        if mapped != self.map.mapped {
+            return Err(format!(
+                "{mapped} mapped LPNs, counter says {}",
+                self.map.mapped
+            ));
+        }
+        let mut valid_total = 0u64;
+        let mut counts = [0usize; 4];
+        for u in 0..g.units {
+            let base = (u * g.unit_pages) as usize;
+            let pages = &self.map.p2l[base..base + g.unit_pages as usize];
+            let mut valid = 0u32;
+            for (off, &l) in pages.iter().enumerate() {
+                if l != NONE {
+                    valid += 1;
+                    if self.map.l2p[l as usize] as usize != base + off {
+                        return Err(format!(
+                            "ppn {} → lpn {l}, but lpn {l} → {}",
+                            base + off,
+                            self.map.l2p[l as usize]
+                        ));
+                    }
+                }
+            }
+            if valid != self.units.valid[u as usize] {
+                return Err(format!(
+                    "unit {u}: {valid} valid pages, counter says {}",
+                    self.units.valid[u as usize]
+                ));
+            }
+            valid_total += valid as u64;
+            match self.units.state[u as usize] {
+                UnitState::Free => {
+                    counts[0] += 1;
+                    if valid != 0 {
+                        return Err(format!("free unit {u} has {valid} valid pages"));
+                    }
+                }
+                UnitState::Open(wp) => {
+                    counts[1] += 1;
+                    let w = self
+                        .wps
+                        .get(wp as usize)
+                        .ok_or(format!("open unit {u} of unknown write point {wp}"))?;
+                    if w.unit != u {
+                        return Err(format!(
+                            "unit {u} open for write point {wp}, which fills unit {}",
+                            w.unit
+                        ));
+                    }
+                    if let Some(off) = pages[w.next as usize..].iter().position(|&l| l != NONE) {
+                        return Err(format!(
+                            "unit {u}: page {} beyond the write position {} is valid",
+                            w.next as usize + off,
+                            w.next
+                        ));
+                    }
+                }
+                UnitState::Sealed(_) => counts[2] += 1,
+                UnitState::Collecting(_) => counts[3] += 1,
+            }
+        }
+        if valid_total != mapped {
+            return Err(format!(
+                "sum of valid counts {valid_total} ≠ mapped LPNs {mapped}"
+            ));
+        }
+        if counts.iter().sum::<usize>() != g.units as usize || counts[0] != self.units.free.len() {
+            return Err(format!(
+                "units: {} free ({} in the pool) + {} open + {} sealed + {} collecting ≠ {}",
+                counts[0],
+                self.units.free.len(),
+                counts[1],
+                counts[2],
+                counts[3],
+                g.units
+            ));
+        }
+        let open_wps = self.wps.iter().filter(|w| w.is_open()).count();
+        if open_wps != counts[1] {
+            return Err(format!(
+                "{open_wps} write points hold a unit but {} units are open",
+                counts[1]
+            ));
+        }
+        if self.units.uses_buckets() {
+            let mut in_buckets = 0usize;
+            for b in 0..=g.unit_pages as usize {
+                for u in self.units.bucket_members(b) {
+                    in_buckets += 1;
+                    if !matches!(self.units.state[u as usize], UnitState::Sealed(_))
+                        || self.units.valid[u as usize] as usize != b
+                    {
+                        return Err(format!(
+                            "unit {u} in greedy bucket {b} is {:?} with {} valid",
+                            self.units.state[u as usize], self.units.valid[u as usize]
+                        ));
+                    }
+                }
+            }
+            if in_buckets != counts[2] {
+                return Err(format!(
+                    "{in_buckets} units in greedy buckets, {} sealed",
+                    counts[2]
+                ));
+            }
+        }
+        Ok(())
+    }
+}

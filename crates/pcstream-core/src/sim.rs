@@ -1,0 +1,467 @@
+//! The simulation loop: feeds host requests through the placement policy into the FTL, applies
+//! prefill and warm-up, drives the closed-loop timing, and assembles the result.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::config::SsdConfig;
+use crate::error::SimError;
+use crate::ftl::mapping::{PageMeta, PREFILL_TIME};
+use crate::ftl::{write_points, Ftl};
+use crate::metrics::{Metrics, SimResult};
+use crate::placement::oracle::{DeathPass, DeathTimes};
+use crate::placement::{
+    registry, Attrs, Cause, GcMode, Invalidation, Placement, PolicyCtx, RequestInfo, WriteInfo,
+};
+use crate::request::{Op, Request};
+use crate::timing::{DieClock, QueueSlots};
+use crate::units::{LogicalTime, Lpn, PcSig, StreamId};
+
+/// How to run a simulation (everything but the trace and the SSD).
+#[derive(Clone, Debug, Default)]
+pub struct SimOptions {
+    pub policy: String,
+    /// Share of the logical pages written once, sequentially, before the trace (not measured).
+    pub prefill: f64,
+    /// Host pages at the start of the trace excluded from every figure.
+    pub warmup: u64,
+    pub seed: u64,
+    pub timing: bool,
+    /// Points of the exported latency CDF (0: none).
+    pub cdf_points: usize,
+    /// `--param key=value`: `gc_mode` is the simulator's, the rest the policy's.
+    pub params: BTreeMap<String, String>,
+    /// Label of the trace in results.
+    pub trace_name: String,
+}
+
+pub struct Simulator {
+    ftl: Ftl,
+    policy: Box<dyn Placement>,
+    sees: Attrs,
+    opts: SimOptions,
+    ssd_name: String,
+    gc_mode: GcMode,
+    logical_pages: u64,
+    prefill_pages: u64,
+    /// Logical time: host pages written so far.
+    t: u64,
+    deaths: Option<DeathTimes>,
+    queue: Option<QueueSlots>,
+    timing_cfg: crate::config::Timing,
+    dies: u32,
+    metrics: Metrics,
+    tick_period: Option<u64>,
+    next_tick: u64,
+    index: u64,
+    started: Instant,
+    host_streams: u32,
+}
+
+impl Simulator {
+    /// Build a simulator: the policy from the registry, the FTL for its write points.
+    pub fn new(cfg: &SsdConfig, mut opts: SimOptions) -> Result<Simulator, SimError> {
+        if !(0.0..=1.0).contains(&opts.prefill) {
+            return Err(SimError::BadParam(format!(
+                "prefill {} must be between 0 and 1",
+                opts.prefill
+            )));
+        }
+        let gc_override = match opts.params.remove("gc_mode") {
+            None => None,
+            Some(v) => Some(GcMode::parse(&v).ok_or_else(|| {
+                SimError::BadParam(format!(
+                    "gc_mode={v}: use same_stream, substream or single_gc"
+                ))
+            })?),
+        };
+        let mut ctx = PolicyCtx {
+            host_streams: cfg.ftl.host_streams,
+            logical_pages: cfg.logical_pages(),
+            unit_pages: cfg.unit_pages(),
+            units: cfg.units(),
+            seed: opts.seed,
+            params: opts.params.clone(),
+        };
+        let policy = registry::build(&opts.policy, &mut ctx)?;
+        let mut gc_mode = policy.gc_mode();
+        if let Some(m) = gc_override {
+            if gc_mode == GcMode::Policy || m == GcMode::Policy {
+                return Err(SimError::BadParam(format!(
+                    "gc_mode={}: policy {} places GC copies itself",
+                    m.name(),
+                    policy.name()
+                )));
+            }
+            gc_mode = m;
+        }
+        let n_wps = write_points(
+            cfg.ftl.host_streams,
+            gc_mode,
+            policy.internal_write_points(),
+        );
+        if n_wps > 255 {
+            return Err(SimError::BadParam(format!(
+                "{n_wps} write points: at most 255 are supported"
+            )));
+        }
+        cfg.validate_for(n_wps)?;
+        let sees = policy.sees();
+        let ftl = Ftl::new(cfg, gc_mode, n_wps, false, sees.has(Attrs::DEATH));
+        let tick_period = policy.tick_period();
+        let logical_pages = cfg.logical_pages();
+        Ok(Simulator {
+            prefill_pages: (opts.prefill * logical_pages as f64).floor() as u64,
+            ftl,
+            policy,
+            sees,
+            ssd_name: cfg.name.clone(),
+            gc_mode,
+            logical_pages,
+            t: 0,
+            deaths: None,
+            queue: None,
+            timing_cfg: cfg.timing.clone(),
+            dies: cfg.dies(),
+            metrics: Metrics::new(cfg.ftl.host_streams),
+            tick_period,
+            next_tick: tick_period.unwrap_or(u64::MAX),
+            index: 0,
+            started: Instant::now(),
+            host_streams: cfg.ftl.host_streams,
+            opts,
+        })
+    }
+
+    /// Whether the policy needs death times from a pre-pass over the same trace.
+    pub fn needs_death_times(&self) -> bool {
+        self.sees.has(Attrs::DEATH)
+    }
+
+    /// A pre-pass to feed the same requests to, for policies that see death times.
+    pub fn death_pass(&self) -> DeathPass {
+        DeathPass::new(self.logical_pages, self.prefill_pages)
+    }
+
+    pub fn set_death_times(&mut self, d: DeathTimes) {
+        self.deaths = Some(d);
+    }
+
+    pub fn logical_pages(&self) -> u64 {
+        self.logical_pages
+    }
+
+    pub fn policy(&self) -> &dyn Placement {
+        self.policy.as_ref()
+    }
+
+    pub fn policy_mut(&mut self) -> &mut dyn Placement {
+        self.policy.as_mut()
+    }
+
+    /// Write the prefill (cold, stream 0, pc 0) and start the clock. Call once, before `feed`.
+    pub fn start(&mut self) -> Result<(), SimError> {
+        if self.needs_death_times() && self.deaths.is_none() {
+            return Err(SimError::State(format!(
+                "policy {} needs death times: run the pre-pass first",
+                self.policy.name()
+            )));
+        }
+        let meta = PageMeta {
+            t_write: PREFILL_TIME,
+            pc: 0,
+            stream: 0,
+        };
+        for lpn in 0..self.prefill_pages {
+            let death = self.deaths.as_ref().map_or(0, |d| d.prefill[lpn as usize]);
+            self.ftl.program_host(
+                Lpn(lpn),
+                0,
+                meta,
+                death,
+                LogicalTime(0),
+                self.policy.as_mut(),
+            );
+        }
+        if self.opts.timing {
+            self.ftl.timer = Some(DieClock::new(self.dies, &self.timing_cfg));
+            self.queue = Some(QueueSlots::new(self.timing_cfg.queue_depth));
+        }
+        if self.opts.warmup == 0 {
+            self.metrics.start(self.ftl.counters);
+        }
+        self.started = Instant::now();
+        Ok(())
+    }
+
+    /// Validate one request against the device.
+    fn check(&self, r: &Request) -> Result<Op, SimError> {
+        let bad = |what: String| {
+            Err(SimError::BadRequest {
+                index: self.index,
+                what,
+            })
+        };
+        let Some(op) = Op::from_u8(r.op) else {
+            return bad(format!(
+                "op {} is not 0 (write), 1 (trim), 2 (read) or 3 (flush)",
+                r.op
+            ));
+        };
+        if op != Op::Flush {
+            if r.pages == 0 {
+                return bad("a request of 0 pages".into());
+            }
+            match r.lpn.checked_add(r.pages as u64) {
+                Some(end) if end <= self.logical_pages => {}
+                _ => {
+                    return bad(format!(
+                        "lpn {} + {} pages is beyond the SSD's {} logical pages; use a larger --ssd or a \
+                         trace generated for this capacity",
+                        r.lpn, r.pages, self.logical_pages
+                    ))
+                }
+            }
+        }
+        Ok(op)
+    }
+
+    fn masked(&self, r: &Request) -> RequestInfo {
+        let s = self.sees;
+        let pick = |a: Attrs, v: u64| if s.has(a) { v } else { 0 };
+        RequestInfo {
+            op: r.op,
+            lpn: Lpn(pick(Attrs::LPN, r.lpn)),
+            pages: pick(Attrs::LEN, r.pages as u64) as u32,
+            pc: PcSig(pick(Attrs::PC, r.pc)),
+            file: pick(Attrs::FILE, r.file as u64) as u32,
+            file_class: pick(Attrs::FILE_CLASS, r.file_class as u64) as u16,
+            meta: pick(Attrs::META, r.meta as u64) as u8,
+            pid: pick(Attrs::PID, r.pid as u64) as u32,
+            hint: pick(Attrs::HINT, r.hint as u64) as u8,
+        }
+    }
+
+    #[inline]
+    fn invalidate(&mut self, lpn: Lpn, cause: Cause) {
+        if let Some((m, _)) = self.ftl.invalidate(lpn) {
+            let t_write = (m.t_write != PREFILL_TIME).then_some(LogicalTime(m.t_write));
+            let inv = Invalidation {
+                lpn,
+                t_write,
+                pc: PcSig(m.pc),
+                stream: StreamId(m.stream),
+                cause,
+                now: LogicalTime(self.t),
+            };
+            if self.metrics.measuring {
+                if let Some(l) = inv.lifetime() {
+                    self.metrics.lifetime(m.stream, l);
+                }
+            }
+            self.policy.on_invalidate(&inv);
+        }
+    }
+
+    /// Simulate a batch of requests.
+    pub fn feed(&mut self, batch: &[Request]) -> Result<(), SimError> {
+        for r in batch {
+            self.step(r)?;
+            self.index += 1;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn step(&mut self, r: &Request) -> Result<(), SimError> {
+        let op = self.check(r)?;
+        if !self.metrics.measuring && self.t >= self.opts.warmup {
+            self.metrics.start(self.ftl.counters);
+        }
+        let issue = self.queue.as_mut().map_or(0, |q| q.issue());
+        self.ftl.now_ns = issue;
+        let measuring = self.metrics.measuring;
+        if measuring && self.metrics.first_issue_ns.is_none() {
+            self.metrics.first_issue_ns = Some(issue);
+        }
+        let mut done = issue;
+        match op {
+            Op::Write => {
+                let info = self.masked(r);
+                self.policy.on_request(&info, LogicalTime(self.t));
+                let n_wps = self.ftl.wps.len();
+                for i in 0..r.pages {
+                    let lpn = Lpn(r.lpn + i as u64);
+                    if !self.metrics.measuring && self.t >= self.opts.warmup {
+                        self.metrics.start(self.ftl.counters);
+                    }
+                    self.invalidate(lpn, Cause::Overwrite);
+                    let now = LogicalTime(self.t);
+                    let death = self
+                        .deaths
+                        .as_ref()
+                        .map_or(0, |d| d.per_write[self.t as usize]);
+                    let w = WriteInfo {
+                        lpn: if self.sees.has(Attrs::LPN) {
+                            lpn
+                        } else {
+                            Lpn(0)
+                        },
+                        page_in_request: i,
+                        req: info,
+                        death,
+                    };
+                    let s = self.policy.on_write(&w, now);
+                    let host_limit = if self.gc_mode == GcMode::Policy {
+                        n_wps
+                    } else {
+                        self.host_streams as usize
+                    };
+                    assert!(
+                        (s.0 as usize) < host_limit,
+                        "policy {} chose stream {} of {host_limit}",
+                        self.policy.name(),
+                        s.0
+                    );
+                    let meta = PageMeta {
+                        t_write: self.t,
+                        pc: r.pc,
+                        stream: s.0,
+                    };
+                    let c = self
+                        .ftl
+                        .program_host(lpn, s.0, meta, death, now, self.policy.as_mut());
+                    done = done.max(c);
+                    if self.metrics.measuring {
+                        self.metrics.host_pages += 1;
+                        if let Some(p) = self.metrics.stream_pages.get_mut(s.0 as usize) {
+                            *p += 1;
+                        }
+                    }
+                    self.t += 1;
+                    if self.t >= self.next_tick {
+                        self.policy.tick(LogicalTime(self.t));
+                        self.next_tick += self.tick_period.unwrap_or(u64::MAX);
+                    }
+                }
+            }
+            Op::Trim => {
+                for i in 0..r.pages as u64 {
+                    self.invalidate(Lpn(r.lpn + i), Cause::Trim);
+                }
+                if measuring {
+                    self.metrics.trim_pages += r.pages as u64;
+                }
+            }
+            Op::Read => {
+                for i in 0..r.pages as u64 {
+                    done = done.max(self.ftl.read(Lpn(r.lpn + i)));
+                }
+                if measuring {
+                    self.metrics.read_pages += r.pages as u64;
+                }
+            }
+            Op::Flush => {}
+        }
+        if let Some(q) = self.queue.as_mut() {
+            q.complete(done);
+            if measuring && matches!(op, Op::Write | Op::Read) {
+                self.metrics.latency(done - issue);
+            }
+        }
+        if measuring && matches!(op, Op::Write | Op::Read) {
+            self.metrics.requests += 1;
+        }
+        Ok(())
+    }
+
+    /// Check the whole FTL state after every GC (slow; on by default with the `verify` feature).
+    pub fn set_verify_each_gc(&mut self, on: bool) {
+        self.ftl.verify_each_gc = on;
+    }
+
+    /// Run the whole-state check (tests; O(physical pages)).
+    pub fn verify(&self) -> Result<(), String> {
+        self.ftl.verify()
+    }
+
+    /// Current value of an LPN's mapping (tests): `Some(stream)` if mapped.
+    pub fn mapped_stream(&self, lpn: u64) -> Option<u8> {
+        self.ftl
+            .map
+            .lookup(Lpn(lpn))
+            .map(|p| self.ftl.map.page_stream(p).0)
+    }
+
+    pub fn gc_pages_total(&self) -> u64 {
+        self.ftl.counters.gc_pages
+    }
+
+    pub fn host_time(&self) -> LogicalTime {
+        LogicalTime(self.t)
+    }
+
+    /// Finish the run and assemble the result.
+    pub fn finish(self) -> SimResult {
+        let wall_s = self.started.elapsed().as_secs_f64();
+        let m = &self.metrics;
+        let (gc_pages, erases) = m.physical(self.ftl.counters);
+        let host = m.host_pages;
+        let waf = if host == 0 {
+            1.0
+        } else {
+            (host + gc_pages) as f64 / host as f64
+        };
+        let (iops, sim_time_s) = match (&self.queue, m.first_issue_ns) {
+            (Some(q), Some(first)) if q.last_completion_ns > first => {
+                let s = (q.last_completion_ns - first) as f64 / 1e9;
+                (Some(m.requests as f64 / s), Some(s))
+            }
+            _ => (None, None),
+        };
+        let saved_table = self.policy.save_state();
+        let engine_bytes = self.ftl.state_bytes();
+        SimResult {
+            trace: self.opts.trace_name.clone(),
+            policy: self.policy.name().to_string(),
+            ssd: self.ssd_name.clone(),
+            seed: self.opts.seed,
+            prefill: self.opts.prefill,
+            warmup: self.opts.warmup,
+            params: self.opts.params.clone(),
+            gc_mode: self.gc_mode.name().to_string(),
+            waf,
+            host_pages: host,
+            gc_pages,
+            erases,
+            trims_pages: m.trim_pages,
+            reads_pages: m.read_pages,
+            requests: m.requests,
+            timing: self.opts.timing,
+            iops,
+            lat_mean_us: m.latency_mean_us(),
+            lat_p50_us: m.latency_us(0.5),
+            lat_p99_us: m.latency_us(0.99),
+            lat_p999_us: m.latency_us(0.999),
+            sim_time_s,
+            stream0_share: if host == 0 {
+                0.0
+            } else {
+                m.stream_pages[0] as f64 / host as f64
+            },
+            per_stream: m.per_stream(),
+            open_write_points: self.ftl.open_write_points(),
+            write_points: self.ftl.wps.len(),
+            policy_state_bytes: self.policy.state_bytes(),
+            engine_state_bytes: engine_bytes,
+            bytes_per_page: engine_bytes as f64 / self.ftl.geo.physical_pages as f64,
+            logical_pages: self.logical_pages,
+            physical_pages: self.ftl.geo.physical_pages,
+            latency_cdf: (self.opts.cdf_points > 0).then(|| m.latency_cdf(self.opts.cdf_points)),
+            saved_table,
+            wall_s,
+            host_pages_per_s: host as f64 / wall_s.max(1e-9),
+            page_ops_per_s: (host + gc_pages) as f64 / wall_s.max(1e-9),
+        }
+    }
+}
