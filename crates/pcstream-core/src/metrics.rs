@@ -100,13 +100,13 @@ impl Metrics {
     #[inline]
     pub fn lifetime(&mut self, stream: u8, pages: u64) {
         if let Some(h) = self.lifetimes.get_mut(stream as usize) {
-            h.saturating_record(pages);
+            let _ = h.record(pages); // auto-resizing: grows to the largest lifetime seen
         }
     }
 
     #[inline]
     pub fn latency(&mut self, ns: u64) {
-        self.latency_ns.saturating_record(ns);
+        let _ = self.latency_ns.record(ns);
     }
 
     /// (gc_pages, erases) since the measurement started.

@@ -1,7 +1,7 @@
 //! Garbage collection: when free units fall to the low watermark, collect victims (greedy,
 //! cost-benefit or FIFO) until the high watermark is reached. Valid pages are copied to the
 //! write point chosen by the GC mode; the victim's dies are busy reading, the destination's
-//! programming, and the victim erase occupies every die of the unit.
+//! programming (both from the GC's start, as FEMU does), and the victim erase occupies every die of the unit.
 
 use super::Ftl;
 use crate::config::GcUnit;
@@ -69,11 +69,14 @@ impl Ftl {
                 let to = self.alloc(dest, now);
                 self.map.relocate(from, to);
                 self.units.remove_valid(victim);
-                let at = match self.timer.as_mut() {
-                    Some(t) => t.read(self.geo.die_of(victim, off), self.now_ns),
-                    None => 0,
-                };
-                self.program_done(to, at);
+                // As in FEMU, the copy's read and program both start at the GC's start time on
+                // their own dies (the controller buffers the page); chaining the program to the
+                // read would leave idle gaps on the destination dies that list scheduling never
+                // fills.
+                if let Some(t) = self.timer.as_mut() {
+                    t.read(self.geo.die_of(victim, off), self.now_ns);
+                }
+                self.program_done(to, self.now_ns);
                 self.seal_if_full(dest, now);
                 copied += 1;
                 remaining -= 1;
