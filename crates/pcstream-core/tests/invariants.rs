@@ -184,5 +184,8 @@ static RAN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new
 fn most_generated_cases_reach_the_checks() {
     random_operations_keep_the_ftl_consistent();
     let ran = RAN.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(ran >= 24, "only {ran} of 48 generated cases were valid devices");
+    assert!(
+        ran >= 24,
+        "only {ran} of 48 generated cases were valid devices"
+    );
 }

@@ -1,0 +1,337 @@
+//! `pcstream._engine`: Python bindings. Only converts arguments and maps errors to the
+//! exception family `PcstreamError` (`InputError`, `ConfigError`, `UsageError`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use pcstream_core::placement::registry;
+use pcstream_core::{config, SimError, SimOptions, SsdConfig};
+use pcstream_trace::{generate_to_file, run_trace, summarize, GenParams, RunError, TraceError};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(
+    _engine,
+    PcstreamError,
+    PyException,
+    "Base of every pcstream error."
+);
+create_exception!(
+    _engine,
+    InputError,
+    PcstreamError,
+    "A missing, unreadable or malformed input file."
+);
+create_exception!(
+    _engine,
+    ConfigError,
+    PcstreamError,
+    "A bad SSD configuration or preset."
+);
+create_exception!(
+    _engine,
+    UsageError,
+    PcstreamError,
+    "An unknown name or a bad parameter."
+);
+
+fn sim_err(e: SimError) -> PyErr {
+    match e {
+        SimError::Config(c) => ConfigError::new_err(c.to_string()),
+        SimError::UnknownPolicy(..) | SimError::BadParam(_) => UsageError::new_err(e.to_string()),
+        SimError::BadRequest { .. } | SimError::State(_) => InputError::new_err(e.to_string()),
+    }
+}
+
+fn trace_err(e: TraceError) -> PyErr {
+    match e {
+        TraceError::Gen(s) => UsageError::new_err(s),
+        other => InputError::new_err(other.to_string()),
+    }
+}
+
+fn load_ssd(ssd: &str) -> PyResult<SsdConfig> {
+    if config::preset_toml(ssd).is_some() {
+        return SsdConfig::preset(ssd).map_err(|e| ConfigError::new_err(e.to_string()));
+    }
+    let p = Path::new(ssd);
+    if !p.exists() {
+        if ssd.ends_with(".toml") || ssd.contains('/') {
+            return Err(ConfigError::new_err(format!(
+                "{ssd}: no such SSD config file; check the path"
+            )));
+        }
+        return Err(ConfigError::new_err(
+            SsdConfig::preset(ssd).unwrap_err().to_string(),
+        ));
+    }
+    let text = std::fs::read_to_string(p)
+        .map_err(|e| ConfigError::new_err(format!("{ssd}: cannot read ({e})")))?;
+    SsdConfig::from_toml(ssd, &text).map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pyfunction]
+fn policies(py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
+    let mut out = Vec::new();
+    for p in registry::POLICIES {
+        let mut ctx = pcstream_core::placement::PolicyCtx {
+            host_streams: 8,
+            logical_pages: 1024,
+            unit_pages: 64,
+            units: 64,
+            seed: 0,
+            params: BTreeMap::new(),
+        };
+        let sees = (p.build)(&mut ctx)
+            .map(|b| b.sees().names())
+            .map_err(sim_err)?;
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("name", p.name)?;
+        d.set_item("sees", sees)?;
+        d.set_item("summary", p.summary)?;
+        out.push(d.into_any().unbind());
+    }
+    Ok(out)
+}
+
+#[pyfunction]
+fn presets() -> Vec<&'static str> {
+    config::PRESETS.to_vec()
+}
+
+#[pyfunction]
+fn preset_toml(name: &str) -> PyResult<&'static str> {
+    config::preset_toml(name).ok_or_else(|| {
+        ConfigError::new_err(SsdConfig::preset(name).map(|_| ()).unwrap_err().to_string())
+    })
+}
+
+#[pyfunction]
+fn ssd_summary(ssd: &str) -> PyResult<String> {
+    let c = load_ssd(ssd)?;
+    Ok(serde_json::json!({
+        "name": c.name, "channels": c.geometry.channels, "ways": c.geometry.ways, "dies": c.dies(),
+        "blocks_per_die": c.geometry.blocks_per_die, "pages_per_block": c.geometry.pages_per_block,
+        "page_bytes": c.geometry.page_bytes, "unit_pages": c.unit_pages(), "units": c.units(),
+        "physical_pages": c.physical_pages(), "logical_pages": c.logical_pages(), "op": c.ftl.op,
+        "host_streams": c.ftl.host_streams, "gc_unit": format!("{:?}", c.ftl.gc_unit).to_lowercase(),
+        "gc_victim": format!("{:?}", c.ftl.gc_victim).to_lowercase(),
+        "gc_low_units": c.gc_low_units(), "gc_high_units": c.gc_high_units(),
+        "read_us": c.timing.read_us, "program_us": c.timing.program_us, "erase_us": c.timing.erase_us,
+        "queue_depth": c.timing.queue_depth,
+    })
+    .to_string())
+}
+
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (trace, policy, ssd="paper", prefill=0.0, warmup=0, seed=0, timing=true, table=None, params=None, progress=None, cdf_points=0))]
+fn simulate(
+    py: Python<'_>,
+    trace: &str,
+    policy: &str,
+    ssd: &str,
+    prefill: f64,
+    warmup: u64,
+    seed: u64,
+    timing: bool,
+    table: Option<&str>,
+    params: Option<BTreeMap<String, String>>,
+    progress: Option<Py<PyAny>>,
+    cdf_points: usize,
+) -> PyResult<String> {
+    let cfg = load_ssd(ssd)?;
+    let opts = SimOptions {
+        policy: policy.to_string(),
+        prefill,
+        warmup,
+        seed,
+        timing,
+        cdf_points,
+        params: params.unwrap_or_default(),
+        trace_name: trace.to_string(),
+    };
+    let table_text = match table {
+        Some(t) if Path::new(t).exists() => Some(
+            std::fs::read_to_string(t)
+                .map_err(|e| InputError::new_err(format!("{t}: cannot read the table ({e})")))?,
+        ),
+        _ => None,
+    };
+    let mut py_err: Option<PyErr> = None;
+    let result = py.allow_threads(|| {
+        let mut cb = |done: u64, total: u64| -> bool {
+            Python::with_gil(|py| {
+                if let Err(e) = py.check_signals() {
+                    py_err = Some(e);
+                    return false;
+                }
+                if let Some(p) = &progress {
+                    if let Err(e) = p.call1(py, (done, total)) {
+                        py_err = Some(e);
+                        return false;
+                    }
+                }
+                true
+            })
+        };
+        run_trace(Path::new(trace), &cfg, opts, table_text.as_deref(), &mut cb)
+    });
+    let mut r = match result {
+        Ok(r) => r,
+        Err(RunError::Interrupted) => {
+            return Err(py_err.unwrap_or_else(|| PcstreamError::new_err("interrupted")))
+        }
+        Err(RunError::Trace(e)) => return Err(trace_err(e)),
+        Err(RunError::Sim(e)) => return Err(sim_err(e)),
+    };
+    if let Some(t) = table {
+        match r.saved_table.take() {
+            Some(text) => std::fs::write(t, text)
+                .map_err(|e| InputError::new_err(format!("{t}: cannot write the table ({e})")))?,
+            None => {
+                return Err(UsageError::new_err(format!(
+                    "--table: policy {policy} keeps no persistent table"
+                )))
+            }
+        }
+        r.saved_table = Some(t.to_string());
+    }
+    Ok(serde_json::to_string(&r).expect("result serialises"))
+}
+
+#[pyfunction]
+fn info(py: Python<'_>, trace: &str) -> PyResult<String> {
+    py.allow_threads(|| summarize(Path::new(trace)))
+        .map(|v| v.to_string())
+        .map_err(trace_err)
+}
+
+fn gen_params(params: &BTreeMap<String, String>) -> PyResult<GenParams> {
+    let mut p = GenParams::default();
+    for (k, v) in params {
+        let bad = || UsageError::new_err(format!("gen parameter {k}={v}: cannot parse the value"));
+        macro_rules! num {
+            ($f:expr) => {
+                $f = v.parse().map_err(|_| bad())?
+            };
+        }
+        match k.as_str() {
+            "capacity_pages" => num!(p.capacity_pages),
+            "footprint" => num!(p.footprint),
+            "writes" => num!(p.writes),
+            "req_pages" => num!(p.req_pages),
+            "seed" => num!(p.seed),
+            "read_ratio" => num!(p.read_ratio),
+            "theta" => num!(p.theta),
+            "alpha" => num!(p.alpha),
+            "sigma" => num!(p.sigma),
+            "hot_fraction" => num!(p.hot_fraction),
+            "hot_ratio" => num!(p.hot_ratio),
+            "mix" => p.mix = v.clone(),
+            _ => return Err(UsageError::new_err(format!("unknown gen parameter '{k}'"))),
+        }
+    }
+    Ok(p)
+}
+
+#[pyfunction]
+fn gen(
+    py: Python<'_>,
+    kind: &str,
+    out: &str,
+    params: BTreeMap<String, String>,
+) -> PyResult<String> {
+    let p = gen_params(&params)?;
+    py.allow_threads(|| generate_to_file(kind, &p, Path::new(out)))
+        .map(|v| v.to_string())
+        .map_err(trace_err)
+}
+
+/// Peak resident memory of this process (Linux), bytes.
+fn peak_rss() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace()
+        .nth(1)?
+        .parse::<u64>()
+        .ok()
+        .map(|kb| kb * 1024)
+}
+
+#[pyfunction(name = "bench")]
+#[pyo3(signature = (ssd="paper", policy="baseline", pages=0, timing=false, seed=1))]
+fn bench_engine(
+    py: Python<'_>,
+    ssd: &str,
+    policy: &str,
+    pages: u64,
+    timing: bool,
+    seed: u64,
+) -> PyResult<String> {
+    let cfg = load_ssd(ssd)?;
+    let logical = cfg.logical_pages();
+    let writes = if pages == 0 { 3 * logical } else { pages };
+    let dir = std::env::temp_dir().join(format!("pcstream-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| InputError::new_err(format!("{}: {e}", dir.display())))?;
+    let trace = dir.join("uniform.parquet");
+    let p = GenParams {
+        capacity_pages: logical,
+        writes,
+        seed,
+        ..Default::default()
+    };
+    py.allow_threads(|| generate_to_file("uniform", &p, &trace))
+        .map_err(trace_err)?;
+    let opts = SimOptions {
+        policy: policy.into(),
+        prefill: 1.0,
+        warmup: logical,
+        seed,
+        timing,
+        trace_name: trace.display().to_string(),
+        ..Default::default()
+    };
+    let r = py.allow_threads(|| run_trace(&trace, &cfg, opts, None, &mut |_, _| true));
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = r.map_err(|e| match e {
+        RunError::Trace(t) => trace_err(t),
+        RunError::Sim(s) => sim_err(s),
+        RunError::Interrupted => PcstreamError::new_err("interrupted"),
+    })?;
+    Ok(serde_json::json!({
+        "ssd": cfg.name, "policy": policy, "timing": timing, "trace_writes": writes,
+        "measured_host_pages": r.host_pages, "gc_pages": r.gc_pages, "waf": r.waf,
+        "wall_s": r.wall_s, "page_ops_per_s": r.page_ops_per_s, "host_pages_per_s": r.host_pages_per_s,
+        "engine_state_bytes": r.engine_state_bytes, "bytes_per_page": r.bytes_per_page,
+        "peak_rss_bytes": peak_rss(),
+        "note": "steady state after a full sequential prefill and one device-fill of warm-up; Parquet decode included",
+    })
+    .to_string())
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("PcstreamError", py.get_type::<PcstreamError>())?;
+    m.add("InputError", py.get_type::<InputError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("UsageError", py.get_type::<UsageError>())?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(policies, m)?)?;
+    m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(preset_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(ssd_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(gen, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_engine, m)?)?;
+    Ok(())
+}
