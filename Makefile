@@ -1,0 +1,88 @@
+# pcstream — the front door. `make help` lists the targets.
+#
+# Two commands set up everything from a fresh checkout:
+#   make demo   installs everything and runs the main job
+#   make test   installs everything and runs every test
+# `make install` is idempotent: it installs system packages only when missing, creates .venv once,
+# and rebuilds the engine incrementally.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CARGO ?= cargo
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Engine tests check every FTL invariant on a schedule.
+CARGO_TEST_FEATURES := --features pcstream-core/verify
+
+.PHONY: help install system-deps venv engine demo test test-rust test-python bench fmt lint clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+install: engine ## Install everything: system packages if missing, .venv, Python deps, the engine
+
+system-deps: ## Install missing system packages (apt-get, only when something is missing)
+	@missing=""; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing build-essential"; \
+	$(PYTHON) -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+	@command -v $(CARGO) >/dev/null 2>&1 || { \
+	  echo "error: cargo not found; install Rust (stable) from https://rustup.rs and re-run"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	  echo "error: $(PYTHON) is older than 3.11; the pinned test tools need 3.11+ (set PYTHON=...)"; exit 1; }
+
+venv: system-deps $(BIN)/.requirements ## Create .venv and install the pinned Python packages
+
+$(BIN)/python: | system-deps
+	$(PYTHON) -m venv $(VENV)
+
+$(BIN)/.requirements: requirements.lock | $(BIN)/python
+	$(BIN)/python -m pip install -q -r requirements.lock
+	@touch $@
+
+engine: venv ## Build the Rust engine into .venv (maturin develop --release; incremental)
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(BIN)):$$PATH \
+	  $(BIN)/maturin develop --release
+
+demo: install ## Install everything, then run the main job (pcstream demo)
+	$(BIN)/pcstream demo
+
+test: install test-rust test-python ## Install everything, then run every test (Rust and Python, lints included)
+
+test-rust: ## Rust: format check, clippy (warnings are errors), tests with invariant checks
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) test --workspace $(CARGO_TEST_FEATURES)
+
+test-python: install ## Python: ruff lint and format check, pytest
+	$(BIN)/ruff check python tests
+	$(BIN)/ruff format --check python tests
+	$(BIN)/pytest -q tests/python
+
+bench: install ## Benchmarks: criterion engine bench, then pcstream bench without and with timing
+	$(CARGO) bench -p pcstream-trace --bench engine
+	$(BIN)/pcstream bench --no-timing
+	$(BIN)/pcstream bench --timing
+
+fmt: ## Format Rust and Python sources in place
+	$(CARGO) fmt --all
+	$(BIN)/ruff check --fix python tests
+	$(BIN)/ruff format python tests
+
+lint: ## Lint without changing anything (rustfmt, clippy, ruff)
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(BIN)/ruff check python tests
+	$(BIN)/ruff format --check python tests
+
+clean: ## Remove build outputs, .venv, caches and the demo directory
+	$(CARGO) clean
+	rm -rf $(VENV) .pytest_cache .ruff_cache pcstream-demo python/pcstream/_engine*.so
+	find python tests -name __pycache__ -type d -prune -exec rm -rf {} +

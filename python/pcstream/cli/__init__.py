@@ -1,0 +1,100 @@
+"""The ``pcstream`` command line: one module per verb, assembled here.
+
+:class:`PcstreamGroup` owns error handling for every verb: user errors (engine exceptions, click
+usage errors, missing files, Ctrl-C) become one ``pcstream: error: ...`` line on stderr and a fixed
+exit status (see :mod:`pcstream.errors`); anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from pcstream import __version__
+from pcstream.cli import bench, compare, demo, gen, info, policies, presets, simulate
+from pcstream.cli._common import UNITS
+from pcstream.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, classify, report
+
+
+class PcstreamGroup(click.Group):
+    """A click group whose ``main`` maps user errors to one line and an exit status."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        try:
+            rv = super().main(args, prog_name or "pcstream", complete_var, standalone_mode=False, **extra)
+            status = rv if isinstance(rv, int) else EXIT_OK
+        except BrokenPipeError:
+            # stdout closed early (e.g. piped into head): stop quietly.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            status = EXIT_FAILURE
+        except (Exception, KeyboardInterrupt, click.Abort) as exc:
+            found = classify(exc)
+            if found is None:
+                raise
+            message, status = found
+            report(message)
+        if standalone_mode:
+            sys.exit(status)
+        return status
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # Catch Ctrl-C before click turns it into Abort (which prints an extra blank line).
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise CliError("interrupted", EXIT_INTERRUPTED) from None
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from pcstream import api
+
+    click.echo(f"pcstream {__version__} (engine {api.version()})")
+    ctx.exit(EXIT_OK)
+
+
+@click.group(
+    cls=PcstreamGroup,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=UNITS,
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Print the versions of pcstream and its engine, then exit.",
+)
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """pcstream: a multi-stream SSD simulator for studying data placement.
+
+    Make block traces (gen), inspect them (info), replay them on a simulated SSD under a placement
+    policy (simulate), and compare policies (compare). 'pcstream demo' runs a small tour.
+    """
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+for _module in (gen, info, simulate, compare, demo, bench, presets, policies):
+    cli.add_command(_module.command)
+
+
+def main() -> None:
+    """Console-script entry point (``pcstream``)."""
+    cli()

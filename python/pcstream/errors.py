@@ -1,0 +1,106 @@
+"""User errors → one line on stderr and a fixed exit status.
+
+Every error a user can cause ends as ``pcstream: error: <message>`` on stderr — one line, naming
+the file or option at fault and what to do — and one of the statuses below; never a traceback.
+Bugs are not user errors: anything not listed in :func:`classify` propagates with its traceback.
+
+| status | meaning                                                          |
+|--------|------------------------------------------------------------------|
+| 0      | success                                                          |
+| 1      | some jobs of a batch failed (compare), or another failure        |
+| 2      | usage: unknown policy / generator kind / option, bad parameter   |
+| 3      | input: missing, unreadable or malformed trace or file            |
+| 4      | config: bad SSD config, impossible geometry, unknown preset      |
+| 130    | interrupted (Ctrl-C)                                             |
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_CONFIG = 4
+EXIT_INTERRUPTED = 130
+
+PREFIX = "pcstream: error: "
+
+
+class CliError(Exception):
+    """An error found by the Python front end itself (before or around an engine call)."""
+
+    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def one_line(message: str) -> str:
+    """Collapse a message to a single line (engine messages already are; be safe)."""
+    parts = [part.strip() for part in str(message).splitlines() if part.strip()]
+    return "; ".join(parts) if parts else "unknown error"
+
+
+def report(message: str) -> None:
+    """Print ``pcstream: error: <message>`` as one line on stderr."""
+    click.echo(PREFIX + one_line(message), err=True)
+
+
+def require_file(path: str, what: str = "file") -> str:
+    """Check that ``path`` is an existing, readable regular file; raise an input error otherwise."""
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file; check the path", EXIT_INPUT)
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory, expected a {what}; check the path", EXIT_INPUT)
+    if not os.access(path, os.R_OK):
+        raise CliError(f"{path}: permission denied; check the file's permissions", EXIT_INPUT)
+    return path
+
+
+def engine_status(exc: BaseException) -> int | None:
+    """Exit status of an engine exception, or None if ``exc`` is not one."""
+    engine = sys.modules.get("pcstream._engine")
+    if engine is None:
+        return None
+    if isinstance(exc, engine.InputError):
+        return EXIT_INPUT
+    if isinstance(exc, engine.ConfigError):
+        return EXIT_CONFIG
+    if isinstance(exc, engine.UsageError):
+        return EXIT_USAGE
+    if isinstance(exc, engine.PcstreamError):
+        return EXIT_FAILURE
+    return None
+
+
+def classify(exc: BaseException) -> tuple[str, int] | None:
+    """(one-line message, exit status) for a user error; None for a bug (let it propagate)."""
+    if isinstance(exc, CliError):
+        return one_line(exc.message), exc.status
+    status = engine_status(exc)
+    if status is not None:
+        return one_line(str(exc)), status
+    if isinstance(exc, click.UsageError):
+        hint = ""
+        if exc.ctx is not None:
+            hint = f"; see '{exc.ctx.command_path} --help'"
+        return one_line(exc.format_message()).rstrip(".") + hint, EXIT_USAGE
+    if isinstance(exc, click.ClickException):
+        return one_line(exc.format_message()), exc.exit_code
+    if isinstance(exc, (KeyboardInterrupt, click.Abort)):
+        return "interrupted", EXIT_INTERRUPTED
+    if isinstance(exc, ImportError) and exc.name == "pcstream._engine":
+        return (
+            "the engine module pcstream._engine is not built; run 'make install' (or 'maturin develop')",
+            EXIT_FAILURE,
+        )
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        what = (exc.strerror or str(exc)).lower()
+        return f"{where}{what}; check the path and its permissions", EXIT_INPUT
+    return None

@@ -1,0 +1,73 @@
+"""The front end's own machinery: Ctrl-C, the progress bar, parameter parsing, error mapping."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import click
+import pytest
+
+from pcstream import api, errors
+from pcstream.cli import _common
+from support import SSD, assert_user_error, invoke
+
+
+def test_ctrl_c_is_one_line_and_status_130(monkeypatch: pytest.MonkeyPatch, traces: dict[str, Path]) -> None:
+    def interrupted(*_args: object, **_kwargs: object) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "simulate_json", interrupted)
+    run = invoke("simulate", traces["zipf"], "--policy", "baseline", "--ssd", SSD)
+    assert_user_error(run, errors.EXIT_INTERRUPTED, "interrupted")
+
+
+class FakeTty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeTty()
+    monkeypatch.setattr(sys, "stderr", fake)
+    with _common.progress_bar("simulate") as update:
+        assert update is not None
+        update(0, 0)
+        update(1_000_000, 3_000_000)
+        update(3_000_000, 3_000_000)
+
+
+def test_progress_bar_is_silent_without_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with _common.progress_bar("simulate") as update:
+        assert update is None
+
+
+def test_simulate_feeds_the_progress_callback(
+    monkeypatch: pytest.MonkeyPatch, traces: dict[str, Path]
+) -> None:
+    calls: list[tuple[int, int]] = []
+    result = api.simulate(
+        str(traces["uniform"]), "baseline", ssd=SSD, timing=False, progress=lambda d, t: calls.append((d, t))
+    )
+    assert result["host_pages"] > 0
+    for done, total in calls:
+        assert 0 <= done <= total
+
+
+def test_parse_params() -> None:
+    assert _common.parse_params(()) is None
+    assert _common.parse_params(("a=1", "b = x=y")) == {"a": "1", "b": "x=y"}
+    with pytest.raises(click.UsageError):
+        _common.parse_params(("a",))
+
+
+def test_classify_leaves_bugs_alone() -> None:
+    assert errors.classify(ZeroDivisionError()) is None
+    assert errors.classify(errors.CliError("x: bad", 3)) == ("x: bad", 3)
+    assert errors.classify(FileNotFoundError(2, "No such file or directory", "f.parquet")) == (
+        "f.parquet: no such file or directory; check the path and its permissions",
+        errors.EXIT_INPUT,
+    )
+    assert errors.one_line("a\nb\n") == "a; b"
