@@ -9,6 +9,7 @@ pub mod error;
 pub mod ftl;
 pub mod metrics;
 pub mod placement;
+pub mod prefetch;
 pub mod request;
 pub mod sim;
 pub mod timing;

@@ -1,23 +1,29 @@
-//! Trace errors. Every message is one line: the file, the row group and row where known, what is
-//! wrong and what to do.
+//! Trace errors. Every message is a single line that names the file, the row group and row where
+//! known, what is wrong and what to do about it, so the CLI can print it as is.
 
 use thiserror::Error;
 
+/// Anything that can go wrong reading, writing, summarising or generating a block trace.
 #[derive(Debug, Error)]
 pub enum TraceError {
+    /// The input path does not exist.
     #[error("{path}: no such file; check the path")]
     Missing { path: String },
+    /// Not Parquet, truncated, or a corrupt footer / page (`why` is parquet's reason).
     #[error("{path}: not a readable Parquet file ({why}); was it fully written?")]
     NotParquet { path: String, why: String },
-    #[error("{path}: required column '{column}' is missing; a block trace needs lpn, pages and op (see docs/FORMAT.md)")]
+    /// One of the required columns (lpn, pages, op) is absent.
+    #[error("{path}: required column '{column}' is missing; a block trace needs the columns lpn, pages and op")]
     MissingColumn { path: String, column: String },
-    #[error("{path}: column '{column}' has type {found}, expected an unsigned integer ({expected}); re-write the trace with integer columns")]
+    /// A known column is not an integer column.
+    #[error("{path}: column '{column}' has type {found}, expected an integer column ({expected}); re-write the trace with integer columns")]
     WrongType {
         path: String,
         column: String,
         found: String,
         expected: String,
     },
+    /// A row breaks the format; `what` says what and what to do. `row` counts within the group.
     #[error("{path}: row group {group}, row {row}: {what}")]
     BadRow {
         path: String,
@@ -25,18 +31,22 @@ pub enum TraceError {
         row: u64,
         what: String,
     },
+    /// A `pcstream.*` metadata value cannot be used.
     #[error("{path}: metadata key {key}: {why}")]
     BadMeta {
         path: String,
         key: String,
         why: String,
     },
+    /// Reading or writing failed (`why` says what and what to do).
     #[error("{path}: {why}")]
     Io { path: String, why: String },
+    /// Bad generator parameters (unknown kind, impossible sizes, malformed mix spec).
     #[error("{0}")]
     Gen(String),
 }
 
+/// Collapse any message (parquet's, the OS's) onto one line.
 pub(crate) fn one_line(s: impl std::fmt::Display) -> String {
     s.to_string()
         .split_whitespace()

@@ -1,53 +1,87 @@
-//! Seeded synthetic workloads. Same (kind, parameters, seed) → the same rows, always.
+//! Seeded synthetic workloads. The same (kind, parameters, seed) always yields the same rows: one
+//! `ChaCha8Rng` per stream of decisions, no hash-map iteration anywhere.
 //!
-//! Kinds (LPNs within `footprint × capacity_pages`, one request of `req_pages` each):
-//! - `uniform`: every page equally likely;
-//! - `zipf`: rank r ~ Zipf(θ) over the footprint; rank → LPN by a multiplicative permutation
-//!   (r·p mod n, p a large prime not dividing n) so hot pages are spread, not adjacent;
-//! - `pareto`: rank = ⌊n·u^(1/α)⌋ for u uniform (small α → strong skew), then the same permutation;
-//! - `normal`: N(n/2, σ·n), resampled outside [0, n);
-//! - `hotcold`: `hot_ratio` of the writes go uniformly to the first `hot_fraction` of the footprint;
-//! - `seq`: sequential overwrite of the footprint, wrapping around;
-//! - `mix`: several writers, each with its own PC, files, LBA region and lifetime behaviour
-//!   ([`MixSpec`]).
+//! Every single-kind generator issues `writes` write requests of `req_pages` pages whose first
+//! page lies in the *footprint*, the first `n = ⌊capacity_pages × footprint⌋` pages, so every
+//! request fits in it (start positions `0 ..= n − req_pages`, called slots below):
 //!
-//! Rows carry ts_ns = index × 10 µs and pid 1; single-kind generators use one PC per kind.
+//! - `uniform`: every slot equally likely.
+//! - `zipf`: a rank `r` ~ Zipf(`theta`) over the slots (rank 0 hottest), mapped to a slot by the
+//!   multiplicative permutation `r ↦ r·p mod slots` with `p` a large prime that does not divide
+//!   `slots`. Hot pages are therefore spread over the footprint instead of adjacent, as hot
+//!   records of a real table are; the mapping is a bijection, so the per-page skew is exactly
+//!   Zipf's.
+//! - `pareto`: a page index from a Pareto(scale 1, shape `alpha`) truncated to the footprint by
+//!   inverse-CDF sampling, `X = (1 − u·(1 − (n'+1)^−α))^(−1/α)`, index `⌊X⌋ − 1`, where `n'` is
+//!   the number of slots, so `P(index ≥ k) = ((k+1)^−α − (n'+1)^−α) / (1 − (n'+1)^−α)`. The
+//!   index is used as the LPN directly: low LPNs are hot and the hot set is contiguous (unlike
+//!   `zipf`). A larger `alpha` concentrates the writes more (α = 0.5: ~29 % go to LPN 0).
+//! - `normal`: LPN ~ N(slots/2, (`sigma`·slots)²), rounded down and clamped to the slots (with
+//!   the default σ = 0.1 the clamp is hit with probability ≈ 6·10⁻⁷).
+//! - `hotcold`: the first `hot_fraction` of the slots are hot; a write goes to a uniform hot slot
+//!   with probability `hot_ratio`, else to a uniform cold slot.
+//! - `seq`: sequential overwrite of the footprint in a loop: LPN 0, req, 2·req, …, wrapping to 0
+//!   when the next request would not fit.
+//! - `mix`: several writers with their own PC, pid, files, LBA region and lifetime behaviour; see
+//!   [`MixSpec`] and the `mix` module.
+//!
+//! Rows carry `ts_ns` = request index × 10 µs, pid 1, file 0, meta 0 and a fixed PC per kind.
+//! With `read_ratio` = ρ > 0, ρ read requests per write (accumulated fractionally) are interleaved
+//! after the writes, uniform over the footprint, from a separate random stream so that adding
+//! reads never changes the writes.
 
-use std::collections::{BTreeMap, VecDeque};
+mod mix;
+
 use std::path::Path;
 
 use pcstream_core::request::{Op, Request};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Exp, LogNormal, Normal, Zipf};
-use serde::{Deserialize, Serialize};
+use rand_distr::{Distribution, Normal, Zipf};
 
 use crate::error::TraceError;
 use crate::format::TraceMeta;
 use crate::writer::{BlockTraceWriter, DEFAULT_ROW_GROUP_ROWS};
 
+pub use mix::{Lifetime, MixSpec, UpdateDist, WriterKind, WriterSpec, MIX_PRESETS};
+
+/// Generator errors are trace errors; bad parameters are [`TraceError::Gen`].
+pub type GenError = TraceError;
+
+/// Generator kinds accepted by [`generate`].
 pub const KINDS: &[&str] = &[
     "uniform", "zipf", "pareto", "normal", "hotcold", "seq", "mix",
 ];
 
+/// Time between consecutive requests (10 µs).
+pub const TS_STEP_NS: u64 = 10_000;
+
+/// Parameters of [`generate`]; fields a kind does not use are ignored.
 #[derive(Clone, Debug)]
 pub struct GenParams {
-    /// Logical pages the trace addresses (`pcstream.capacity_pages`).
+    /// Logical pages the trace addresses (`pcstream.capacity_pages`). Default 65 536 (256 MiB).
     pub capacity_pages: u64,
-    /// Share of the capacity addressed.
+    /// Share of the capacity addressed, in (0, 1]. Default 1.
     pub footprint: f64,
-    /// Number of write requests.
+    /// Number of write requests (`mix`: `writes × req_pages` host pages are written, in requests
+    /// of at most `req_pages` that may be cut short at segment and file ends). Default 100 000.
     pub writes: u64,
+    /// Pages per request. Default 1.
     pub req_pages: u32,
     pub seed: u64,
-    /// Extra read requests per write (0 = none).
+    /// Read requests interleaved per write request (0.25: one read every four writes). Default 0.
     pub read_ratio: f64,
+    /// `zipf` exponent. Default 0.99.
     pub theta: f64,
+    /// `pareto` shape. Default 0.5.
     pub alpha: f64,
+    /// `normal` standard deviation as a fraction of the footprint. Default 0.1.
     pub sigma: f64,
+    /// `hotcold`: share of the footprint that is hot. Default 0.1.
     pub hot_fraction: f64,
+    /// `hotcold`: share of the writes that go to the hot pages. Default 0.9.
     pub hot_ratio: f64,
-    /// `mix`: a preset name or a JSON spec.
+    /// `mix`: a preset name (see [`MixSpec::preset`]) or a spec in JSON or TOML.
     pub mix: String,
 }
 
@@ -70,111 +104,202 @@ impl Default for GenParams {
     }
 }
 
-const PC_BASE: u64 = 0x5eed_0000_0000;
+/// Base of the per-kind PC signatures (`PC_BASE + 1 + index in KINDS`).
+pub const PC_BASE: u64 = 0x5eed_0000_0000;
+/// Mixes `seed` for the read stream, so reads come from their own random sequence.
+const READ_SEED_SALT: u64 = 0x9e37_79b9_7f4a_7c15;
 
-fn gen_err(s: String) -> TraceError {
+pub(crate) fn gen_err(s: String) -> TraceError {
     TraceError::Gen(s)
 }
 
-/// A permutation of 0..n: r ↦ r·p mod n with p prime and coprime to n.
-fn spread(r: u64, n: u64) -> u64 {
+/// The PC signature the single-kind generator `kind` puts on its rows.
+pub fn kind_pc(kind: &str) -> u64 {
+    PC_BASE + 1 + KINDS.iter().position(|k| *k == kind).unwrap_or(0) as u64
+}
+
+/// A permutation of `0..n`: `r ↦ r·p mod n` with `p` prime and not dividing `n` (hence coprime).
+pub(crate) fn spread(r: u64, n: u64) -> u64 {
     const P: [u64; 3] = [2_654_435_761, 2_246_822_519, 3_266_489_917];
-    let p = P.iter().copied().find(|p| n % p != 0).unwrap_or(1);
+    let p = P
+        .iter()
+        .copied()
+        .find(|p| !n.is_multiple_of(*p))
+        .unwrap_or(1);
     ((r as u128 * p as u128) % n as u128) as u64
 }
 
-/// Generate `kind` into `sink`; returns the trace metadata.
+/// Footprint in pages after checking the parameters every kind shares.
+fn footprint_pages(p: &GenParams) -> Result<u64, TraceError> {
+    if p.capacity_pages == 0 {
+        return Err(gen_err("capacity_pages must be ≥ 1".into()));
+    }
+    if !(p.footprint > 0.0 && p.footprint <= 1.0) {
+        return Err(gen_err(format!(
+            "footprint {} must be in (0, 1] (a share of capacity_pages)",
+            p.footprint
+        )));
+    }
+    if !(0.0..=100.0).contains(&p.read_ratio) {
+        return Err(gen_err(format!(
+            "read_ratio {} must be in [0, 100] (reads per write)",
+            p.read_ratio
+        )));
+    }
+    let n = ((p.capacity_pages as f64 * p.footprint).floor() as u64).min(p.capacity_pages);
+    if p.req_pages == 0 || n < p.req_pages as u64 {
+        return Err(gen_err(format!(
+            "a footprint of {n} pages cannot hold requests of {} pages; raise capacity_pages or footprint, or lower req_pages (≥ 1)",
+            p.req_pages
+        )));
+    }
+    Ok(n)
+}
+
+fn base_meta(kind: &str, p: &GenParams) -> TraceMeta {
+    let mix = match kind {
+        "mix" if MixSpec::preset(p.mix.trim()).is_some() => format!(" mix={}", p.mix.trim()),
+        "mix" => " mix=custom".to_string(),
+        _ => String::new(),
+    };
+    TraceMeta {
+        capacity_pages: Some(p.capacity_pages),
+        source: format!(
+            "pcstream gen {kind}{mix} seed={} writes={} capacity_pages={} footprint={} req_pages={} read_ratio={}",
+            p.seed, p.writes, p.capacity_pages, p.footprint, p.req_pages, p.read_ratio
+        ),
+        ..Default::default()
+    }
+}
+
+/// Interleaves reads: `ratio` reads per write, uniform over `[lo, lo + len − pages]`.
+pub(crate) struct Reads {
+    rng: ChaCha8Rng,
+    ratio: f64,
+    debt: f64,
+}
+
+impl Reads {
+    pub(crate) fn new(seed: u64, ratio: f64) -> Reads {
+        Reads {
+            rng: ChaCha8Rng::seed_from_u64(seed ^ READ_SEED_SALT),
+            ratio,
+            debt: 0.0,
+        }
+    }
+
+    /// Reads due after one more write, as requests cloned from `base` (ts_ns left to the caller).
+    pub(crate) fn after_write(
+        &mut self,
+        base: Request,
+        lo: u64,
+        len: u64,
+        pages: u32,
+        mut emit: impl FnMut(Request) -> Result<(), TraceError>,
+    ) -> Result<(), TraceError> {
+        self.debt += self.ratio;
+        while self.debt >= 1.0 {
+            self.debt -= 1.0;
+            let slots = len.saturating_sub(pages as u64) + 1;
+            let lpn = lo + self.rng.random_range(0..slots);
+            emit(Request {
+                op: Op::Read as u8,
+                lpn,
+                pages,
+                ..base
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Generate the workload `kind` with parameters `p`, handing every row to `sink` in order;
+/// returns the trace metadata (complete only once every row has been emitted: a mix fills its
+/// file tables as it goes). Unknown kinds and impossible parameters are [`TraceError::Gen`];
+/// errors returned by `sink` are passed through.
 pub fn generate(
     kind: &str,
     p: &GenParams,
     sink: &mut dyn FnMut(Request) -> Result<(), TraceError>,
-) -> Result<TraceMeta, TraceError> {
+) -> Result<TraceMeta, GenError> {
     if !KINDS.contains(&kind) {
         return Err(gen_err(format!(
             "unknown generator '{kind}'; use one of: {}",
             KINDS.join(", ")
         )));
     }
-    let n = ((p.capacity_pages as f64 * p.footprint).floor() as u64).min(p.capacity_pages);
-    if p.capacity_pages == 0 || n < p.req_pages as u64 || p.req_pages == 0 {
-        return Err(gen_err(format!(
-            "footprint of {n} pages cannot hold requests of {} pages; raise --capacity-pages or --footprint",
-            p.req_pages
-        )));
-    }
-    if !(0.0..=1.0).contains(&p.footprint) || !(0.0..=16.0).contains(&p.read_ratio) {
-        return Err(gen_err(
-            "footprint must be in (0, 1] and read-ratio in [0, 16]".into(),
-        ));
-    }
-    let mut meta = TraceMeta {
-        capacity_pages: Some(p.capacity_pages),
-        source: format!("pcstream gen {kind} seed={} writes={}", p.seed, p.writes),
-        ..Default::default()
-    };
+    let n = footprint_pages(p)?;
+    let mut meta = base_meta(kind, p);
     if kind == "mix" {
         let spec = MixSpec::parse(&p.mix)?;
-        spec.run(p, &mut meta, sink)?;
+        spec.run(p, n, &mut meta, sink)?;
         return Ok(meta);
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
-    let slots = n - p.req_pages as u64 + 1; // valid start positions
-    let pc = PC_BASE + KINDS.iter().position(|k| *k == kind).unwrap_or(0) as u64 + 1;
-    let zipf = if kind == "zipf" {
-        Some(
+    let slots = n - p.req_pages as u64 + 1;
+    let zipf = match kind {
+        "zipf" => Some(
             Zipf::new(slots as f64, p.theta)
-                .map_err(|e| gen_err(format!("zipf theta {}: {e}", p.theta)))?,
-        )
-    } else {
-        None
+                .map_err(|e| gen_err(format!("zipf theta {} must be ≥ 0 ({e})", p.theta)))?,
+        ),
+        _ => None,
     };
-    let normal = if kind == "normal" {
-        Some(
+    let normal = match kind {
+        "normal" => Some(
             Normal::new(slots as f64 / 2.0, p.sigma * slots as f64)
-                .map_err(|e| gen_err(format!("normal sigma {}: {e}", p.sigma)))?,
-        )
-    } else {
-        None
+                .ok()
+                .filter(|_| p.sigma > 0.0)
+                .ok_or_else(|| gen_err(format!("normal sigma {} must be > 0", p.sigma)))?,
+        ),
+        _ => None,
     };
-    if kind == "pareto" && p.alpha <= 0.0 {
+    if kind == "pareto" && !(p.alpha > 0.0 && p.alpha.is_finite()) {
         return Err(gen_err(format!("pareto alpha {} must be > 0", p.alpha)));
     }
     if kind == "hotcold"
         && !(p.hot_fraction > 0.0 && p.hot_fraction < 1.0 && (0.0..=1.0).contains(&p.hot_ratio))
     {
+        return Err(gen_err(format!(
+            "hotcold needs 0 < hot_fraction < 1 and 0 ≤ hot_ratio ≤ 1 (got {} and {})",
+            p.hot_fraction, p.hot_ratio
+        )));
+    }
+    if kind == "hotcold" && slots < 2 {
         return Err(gen_err(
-            "hotcold needs 0 < hot-fraction < 1 and 0 ≤ hot-ratio ≤ 1".into(),
+            "hotcold needs at least 2 request slots in the footprint; raise capacity_pages".into(),
         ));
     }
-    let hot = ((slots as f64 * p.hot_fraction) as u64).clamp(1, slots.saturating_sub(1).max(1));
-    let mut seq = 0u64;
-    let mut idx = 0u64;
-    let mut read_debt = 0.0f64;
+    let hot = ((slots as f64 * p.hot_fraction).round() as u64).clamp(1, slots - 1);
+    // 1 − (n'+1)^−α, the truncation factor of the Pareto inverse CDF.
+    let pareto_mass = 1.0 - (slots as f64 + 1.0).powf(-p.alpha);
+    let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
+    let mut reads = Reads::new(p.seed, p.read_ratio);
+    let base = Request {
+        pc: kind_pc(kind),
+        pid: 1,
+        ..Default::default()
+    };
+    let (mut seq, mut idx) = (0u64, 0u64);
     for _ in 0..p.writes {
         let lpn = match kind {
             "uniform" => rng.random_range(0..slots),
-            "zipf" => spread(
-                zipf.as_ref().expect("zipf built").sample(&mut rng) as u64 - 1,
-                slots,
-            ),
+            "zipf" => {
+                let rank = zipf.as_ref().expect("built for zipf").sample(&mut rng) as u64;
+                spread(rank.clamp(1, slots) - 1, slots)
+            }
             "pareto" => {
                 let u: f64 = rng.random();
-                spread(
-                    ((slots as f64 * u.powf(1.0 / p.alpha)) as u64).min(slots - 1),
-                    slots,
-                )
+                let x = (1.0 - u * pareto_mass).powf(-1.0 / p.alpha);
+                ((x.floor() as u64).max(1) - 1).min(slots - 1)
             }
-            "normal" => loop {
-                let x = normal.as_ref().expect("normal built").sample(&mut rng);
-                if x >= 0.0 && x < slots as f64 {
-                    break x as u64;
-                }
-            },
+            "normal" => {
+                let x = normal.as_ref().expect("built for normal").sample(&mut rng);
+                x.clamp(0.0, (slots - 1) as f64) as u64
+            }
             "hotcold" => {
                 if rng.random_bool(p.hot_ratio) {
                     rng.random_range(0..hot)
                 } else {
-                    rng.random_range(hot..slots.max(hot + 1))
+                    rng.random_range(hot..slots)
                 }
             }
             _ => {
@@ -187,468 +312,83 @@ pub fn generate(
             }
         };
         sink(Request {
-            ts_ns: idx * 10_000,
+            ts_ns: idx * TS_STEP_NS,
             op: Op::Write as u8,
             lpn,
             pages: p.req_pages,
-            pc,
-            pid: 1,
-            ..Default::default()
+            ..base
         })?;
         idx += 1;
-        read_debt += p.read_ratio;
-        while read_debt >= 1.0 {
-            read_debt -= 1.0;
-            let l = rng.random_range(0..slots);
-            sink(Request {
-                ts_ns: idx * 10_000,
-                op: Op::Read as u8,
-                lpn: l,
-                pages: p.req_pages,
-                pid: 1,
-                ..Default::default()
-            })?;
+        reads.after_write(base, 0, n, p.req_pages, |r| {
+            let r = Request {
+                ts_ns: idx * TS_STEP_NS,
+                ..r
+            };
             idx += 1;
-        }
+            sink(r)
+        })?;
     }
     Ok(meta)
 }
 
-/// Generate into a Parquet file; returns a JSON summary.
+/// Generate `kind` into the Parquet file `out` (written atomically) in one pass; returns a short
+/// JSON summary: path, kind, seed, rows, writes/trims/reads (requests and pages),
+/// capacity_pages, files.
 pub fn generate_to_file(
     kind: &str,
     p: &GenParams,
     out: &Path,
 ) -> Result<serde_json::Value, TraceError> {
-    // Metadata goes in the footer, which is written last: generate into a buffer-free first
-    // pass only for the metadata of mixes (file tables), then stream the rows.
-    let mut meta_probe = None;
-    if kind == "mix" {
-        meta_probe = Some(generate(kind, p, &mut |_| Ok(()))?);
+    // Check the parameters before creating any file.
+    if !KINDS.contains(&kind) {
+        return generate(kind, p, &mut |_| Ok(())).map(|_| serde_json::Value::Null);
     }
-    let meta = match meta_probe {
-        Some(m) => m,
-        None => TraceMeta {
-            capacity_pages: Some(p.capacity_pages),
-            source: format!("pcstream gen {kind} seed={} writes={}", p.seed, p.writes),
-            ..Default::default()
-        },
-    };
-    let mut w = BlockTraceWriter::create(out, &meta, DEFAULT_ROW_GROUP_ROWS)?;
-    let (mut rows, mut pages) = (0u64, 0u64);
-    generate(kind, p, &mut |r| {
-        rows += 1;
-        if r.op == Op::Write as u8 {
-            pages += r.pages as u64;
-        }
+    footprint_pages(p)?;
+    if kind == "mix" {
+        MixSpec::parse(&p.mix)?;
+    }
+    let mut w = BlockTraceWriter::create(out, &base_meta(kind, p), DEFAULT_ROW_GROUP_ROWS)?;
+    let mut ops = [(0u64, 0u64); 4];
+    let meta = generate(kind, p, &mut |r| {
+        let o = &mut ops[(r.op as usize).min(3)];
+        o.0 += 1;
+        o.1 += r.pages as u64;
         w.push(&r)
     })?;
-    w.finish()?;
-    Ok(
-        serde_json::json!({"path": out.display().to_string(), "kind": kind, "rows": rows, "write_pages": pages,
-        "capacity_pages": p.capacity_pages, "seed": p.seed}),
-    )
+    w.set_meta(&meta);
+    let rows = w.finish()?;
+    let pair = |o: (u64, u64)| serde_json::json!({"requests": o.0, "pages": o.1});
+    Ok(serde_json::json!({
+        "path": out.display().to_string(),
+        "kind": kind,
+        "seed": p.seed,
+        "rows": rows,
+        "writes": pair(ops[0]),
+        "trims": pair(ops[1]),
+        "reads": pair(ops[2]),
+        "capacity_pages": p.capacity_pages,
+        "files": meta.files.len(),
+    }))
 }
 
-/// Lifetime of a file, in files this writer completes after it.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "dist", rename_all = "lowercase")]
-pub enum Lifetime {
-    Fixed { files: f64 },
-    Exponential { mean: f64 },
-    Lognormal { median: f64, sigma: f64 },
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum WriterKind {
-    /// A circular log written in segments; the oldest segment beyond `live_segments` is trimmed.
-    AppendLog {
-        segment_pages: u32,
-        live_segments: u32,
-    },
-    /// In-place page overwrites in the region (`theta` 0 = uniform, else Zipf).
-    RandomUpdate { theta: f64 },
-    /// Whole files written sequentially into free slots; trimmed when their lifetime expires.
-    FileChurn { file_pages: u32, lifetime: Lifetime },
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct WriterSpec {
-    pub name: String,
-    /// Program-context signature of the writer.
-    pub pc: u64,
-    /// Share of the host pages written.
-    pub share: f64,
-    /// Share of the footprint that is this writer's LBA region (regions are laid out in order).
-    pub region: f64,
-    #[serde(flatten)]
-    pub kind: WriterKind,
-}
-
-/// Several synthetic writers interleaved by page share (deterministic deficit round-robin).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct MixSpec {
-    pub writers: Vec<WriterSpec>,
-}
-
-impl MixSpec {
-    pub fn preset(name: &str) -> Option<MixSpec> {
-        let w = |name: &str, pc: u64, share: f64, region: f64, kind: WriterKind| WriterSpec {
-            name: name.into(),
-            pc,
-            share,
-            region,
-            kind,
-        };
-        match name {
-            // WAL (short, regular), flush output (medium), compaction output (lognormal, spanning
-            // orders of magnitude: the high-variance PC) and a small metadata file.
-            "rocksdb-like" => Some(MixSpec {
-                writers: vec![
-                    w(
-                        "wal",
-                        0xa11,
-                        0.15,
-                        0.04,
-                        WriterKind::AppendLog {
-                            segment_pages: 64,
-                            live_segments: 4,
-                        },
-                    ),
-                    w(
-                        "flush",
-                        0xf1,
-                        0.25,
-                        0.25,
-                        WriterKind::FileChurn {
-                            file_pages: 128,
-                            lifetime: Lifetime::Exponential { mean: 20.0 },
-                        },
-                    ),
-                    w(
-                        "compaction",
-                        0xc0,
-                        0.55,
-                        0.62,
-                        WriterKind::FileChurn {
-                            file_pages: 256,
-                            lifetime: Lifetime::Lognormal {
-                                median: 12.0,
-                                sigma: 1.2,
-                            },
-                        },
-                    ),
-                    w(
-                        "manifest",
-                        0x3e7a,
-                        0.05,
-                        0.01,
-                        WriterKind::RandomUpdate { theta: 0.0 },
-                    ),
-                ],
-            }),
-            "hotcold-files" => Some(MixSpec {
-                writers: vec![
-                    w(
-                        "hot-table",
-                        0x407,
-                        0.8,
-                        0.1,
-                        WriterKind::RandomUpdate { theta: 0.0 },
-                    ),
-                    w(
-                        "cold-files",
-                        0xc01d,
-                        0.2,
-                        0.85,
-                        WriterKind::FileChurn {
-                            file_pages: 256,
-                            lifetime: Lifetime::Fixed { files: 40.0 },
-                        },
-                    ),
-                ],
-            }),
-            _ => None,
-        }
-    }
-
-    /// A preset name, or a JSON spec.
-    pub fn parse(s: &str) -> Result<MixSpec, TraceError> {
-        if let Some(m) = MixSpec::preset(s) {
-            return Ok(m);
-        }
-        serde_json::from_str(s).map_err(|e| {
-            gen_err(format!("mix '{s:.40}': not a preset (rocksdb-like, hotcold-files) nor a valid JSON spec ({e})"))
-        })
-    }
-
-    fn run(
-        &self,
-        p: &GenParams,
-        meta: &mut TraceMeta,
-        sink: &mut dyn FnMut(Request) -> Result<(), TraceError>,
-    ) -> Result<(), TraceError> {
-        let n = (p.capacity_pages as f64 * p.footprint).floor() as u64;
-        let total_share: f64 = self.writers.iter().map(|w| w.share).sum();
-        let total_region: f64 = self.writers.iter().map(|w| w.region).sum();
-        if self.writers.is_empty() || total_share <= 0.0 || total_region > 1.0 + 1e-9 {
-            return Err(gen_err(format!(
-                "mix: needs ≥ 1 writer, shares > 0, regions summing to ≤ 1 (got {total_region})"
-            )));
-        }
-        let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
-        let mut states = Vec::new();
-        let mut start = 0u64;
-        for (i, w) in self.writers.iter().enumerate() {
-            let len = (w.region * n as f64).floor() as u64;
-            states.push(WriterState::new(w, i, start, len, p.req_pages)?);
-            meta.file_classes.insert(i as u16 + 1, w.name.clone());
-            start += len;
-        }
-        let mut written = vec![0f64; self.writers.len()];
-        let mut next_file = 1u32;
-        let mut idx = 0u64;
-        let total_pages = p.writes * p.req_pages as u64;
-        let mut done = 0u64;
-        while done < total_pages {
-            // Deficit round-robin on pages: the writer furthest below its share goes next.
-            let k = (0..self.writers.len())
-                .max_by(|&a, &b| {
-                    let da = self.writers[a].share / total_share * (done + 1) as f64 - written[a];
-                    let db = self.writers[b].share / total_share * (done + 1) as f64 - written[b];
-                    da.partial_cmp(&db).expect("finite").then(b.cmp(&a))
-                })
-                .expect("writers");
-            let mut out = Vec::new();
-            states[k].step(&self.writers[k], &mut rng, &mut next_file, meta, &mut out);
-            for mut r in out {
-                r.ts_ns = idx * 10_000;
-                idx += 1;
-                if r.op == Op::Write as u8 {
-                    written[k] += r.pages as f64;
-                    done += r.pages as u64;
-                }
-                sink(r)?;
+    #[test]
+    fn spread_is_a_permutation() {
+        // Including sizes that are multiples of the first candidate prime.
+        for n in [1u64, 2, 10, 4096, 65_537, 2_654_435_761 * 2] {
+            let k = n.min(5_000);
+            let mut seen = std::collections::BTreeSet::new();
+            for r in 0..k {
+                let x = spread(r, n);
+                assert!(x < n);
+                assert!(seen.insert(x), "n = {n}: {r} collides");
             }
         }
-        Ok(())
-    }
-}
-
-struct WriterState {
-    idx: usize,
-    start: u64,
-    len: u64,
-    req: u32,
-    // append log
-    head: u64,
-    segments: VecDeque<(u64, u32, u32)>, // (start offset, pages, file)
-    // file churn
-    free_slots: VecDeque<u64>,
-    live: BTreeMap<(u64, u32), (u64, u32)>, // (expiry, file) → (slot, file)
-    cur: Option<(u64, u32, u32)>,           // (slot, pages written, file)
-    files_done: u64,
-    zipf: Option<Zipf<f64>>,
-}
-
-impl WriterState {
-    fn new(
-        w: &WriterSpec,
-        idx: usize,
-        start: u64,
-        len: u64,
-        req: u32,
-    ) -> Result<WriterState, TraceError> {
-        let bad = |why: &str| Err(gen_err(format!("mix writer '{}': {why}", w.name)));
-        let mut s = WriterState {
-            idx,
-            start,
-            len,
-            req,
-            head: 0,
-            segments: VecDeque::new(),
-            free_slots: VecDeque::new(),
-            live: BTreeMap::new(),
-            cur: None,
-            files_done: 0,
-            zipf: None,
-        };
-        match &w.kind {
-            WriterKind::AppendLog {
-                segment_pages,
-                live_segments,
-            } => {
-                if *segment_pages == 0 || (*live_segments as u64 + 2) * *segment_pages as u64 > len
-                {
-                    return bad(
-                        "region too small for live_segments + 2 segments; raise region or capacity",
-                    );
-                }
-            }
-            WriterKind::RandomUpdate { theta } => {
-                if len == 0 {
-                    return bad("empty region; raise region or capacity");
-                }
-                if *theta > 0.0 {
-                    s.zipf = Some(
-                        Zipf::new(len as f64, *theta)
-                            .map_err(|e| gen_err(format!("{}: {e}", w.name)))?,
-                    );
-                }
-            }
-            WriterKind::FileChurn { file_pages, .. } => {
-                let slots = len / (*file_pages).max(1) as u64;
-                if *file_pages == 0 || slots < 2 {
-                    return bad("region holds fewer than 2 files; raise region or capacity, or lower file_pages");
-                }
-                s.free_slots = (0..slots).map(|i| start + i * *file_pages as u64).collect();
-            }
-        }
-        Ok(s)
-    }
-
-    fn class(&self) -> u16 {
-        self.idx as u16 + 1
-    }
-
-    fn base(&self, w: &WriterSpec) -> Request {
-        Request {
-            pc: w.pc,
-            pid: self.idx as u32 + 1,
-            file_class: self.class(),
-            hint: (self.idx as u8 + 1).min(5),
-            ..Default::default()
-        }
-    }
-
-    fn step(
-        &mut self,
-        w: &WriterSpec,
-        rng: &mut ChaCha8Rng,
-        next_file: &mut u32,
-        meta: &mut TraceMeta,
-        out: &mut Vec<Request>,
-    ) {
-        let base = self.base(w);
-        match &w.kind {
-            WriterKind::AppendLog {
-                segment_pages,
-                live_segments,
-            } => {
-                let seg = *segment_pages;
-                let need_new = self.segments.back().is_none_or(|&(_, used, _)| used >= seg);
-                if need_new {
-                    if self.head + seg as u64 > self.len {
-                        self.head = 0;
-                    }
-                    let f = *next_file;
-                    *next_file += 1;
-                    meta.files.insert(f, format!("{}/{:06}.log", w.name, f));
-                    self.segments.push_back((self.head, 0, f));
-                    self.head += seg as u64;
-                    while self.segments.len() > *live_segments as usize + 1 {
-                        let (off, used, _) = self.segments.pop_front().expect("non-empty");
-                        out.push(Request {
-                            op: Op::Trim as u8,
-                            lpn: self.start + off,
-                            pages: used,
-                            ..base
-                        });
-                    }
-                }
-                let last = self.segments.back_mut().expect("segment open");
-                let pages = self.req.min(seg - last.1);
-                out.push(Request {
-                    op: Op::Write as u8,
-                    lpn: self.start + last.0 + last.1 as u64,
-                    pages,
-                    file: last.2,
-                    ..base
-                });
-                last.1 += pages;
-            }
-            WriterKind::RandomUpdate { .. } => {
-                let pages = (self.req as u64).min(self.len) as u32;
-                let slots = self.len - pages as u64 + 1;
-                let off = match &self.zipf {
-                    Some(z) => spread(z.sample(rng) as u64 - 1, self.len).min(slots - 1),
-                    None => rng.random_range(0..slots),
-                };
-                out.push(Request {
-                    op: Op::Write as u8,
-                    lpn: self.start + off,
-                    pages,
-                    ..base
-                });
-            }
-            WriterKind::FileChurn {
-                file_pages,
-                lifetime,
-            } => {
-                if self.cur.is_none() {
-                    if self.free_slots.is_empty() {
-                        // Out of space: the file due soonest is deleted early.
-                        let (&key, _) = self
-                            .live
-                            .iter()
-                            .next()
-                            .expect("live files when no slot is free");
-                        self.delete(key, *file_pages, base, out);
-                    }
-                    let slot = self.free_slots.pop_front().expect("a free slot");
-                    let f = *next_file;
-                    *next_file += 1;
-                    meta.files.insert(f, format!("{}/{:06}.sst", w.name, f));
-                    self.cur = Some((slot, 0, f));
-                }
-                let (slot, used, f) = self.cur.expect("file open");
-                let pages = self.req.min(*file_pages - used);
-                out.push(Request {
-                    op: Op::Write as u8,
-                    lpn: slot + used as u64,
-                    pages,
-                    file: f,
-                    ..base
-                });
-                let used = used + pages;
-                if used < *file_pages {
-                    self.cur = Some((slot, used, f));
-                    return;
-                }
-                self.cur = None;
-                self.files_done += 1;
-                let life = match lifetime {
-                    Lifetime::Fixed { files } => *files,
-                    Lifetime::Exponential { mean } => {
-                        Exp::new(1.0 / mean.max(1e-9)).map_or(*mean, |d| d.sample(rng))
-                    }
-                    Lifetime::Lognormal { median, sigma } => {
-                        LogNormal::new(median.max(1e-9).ln(), *sigma)
-                            .map_or(*median, |d| d.sample(rng))
-                    }
-                };
-                let expiry = self.files_done + life.round().max(1.0) as u64;
-                self.live.insert((expiry, f), (slot, f));
-                while let Some((&key, _)) = self.live.iter().next() {
-                    if key.0 > self.files_done {
-                        break;
-                    }
-                    self.delete(key, *file_pages, base, out);
-                }
-            }
-        }
-    }
-
-    fn delete(&mut self, key: (u64, u32), file_pages: u32, base: Request, out: &mut Vec<Request>) {
-        let (slot, f) = self.live.remove(&key).expect("live file");
-        out.push(Request {
-            op: Op::Trim as u8,
-            lpn: slot,
-            pages: file_pages,
-            file: f,
-            ..base
-        });
-        self.free_slots.push_back(slot);
+        let all: std::collections::BTreeSet<u64> = (0..4096).map(|r| spread(r, 4096)).collect();
+        assert_eq!(all.len(), 4096);
+        assert_ne!(spread(1, 4096), 1, "ranks are moved");
     }
 }

@@ -1,5 +1,6 @@
-//! pcstream-trace: the block-trace Parquet format (read streaming, write atomically), trace
-//! summaries, and seeded synthetic workload generators.
+//! pcstream-trace: the block-trace Parquet format (read streaming, written atomically), trace
+//! summaries, seeded synthetic workload generators, and the driver that streams a trace file
+//! through the simulator.
 
 pub mod error;
 pub mod format;
@@ -11,7 +12,7 @@ pub mod writer;
 
 pub use error::TraceError;
 pub use format::TraceMeta;
-pub use gen::{generate, generate_to_file, GenParams, MixSpec};
+pub use gen::{generate, generate_to_file, GenError, GenParams, MixSpec};
 pub use info::summarize;
 pub use reader::{scan_capacity, BlockTraceReader, Prefetch};
 pub use run::{run_trace, RunError};

@@ -1,33 +1,47 @@
-//! Streaming block-trace reader: one bounded batch at a time, every row validated, memory
-//! independent of the trace length. `Prefetch` decodes on a second thread so the simulator's
-//! loop never waits for Parquet decoding.
+//! Streaming block-trace reader. The footer and schema are checked when the file is opened;
+//! rows are then decoded one bounded batch at a time (at most [`BATCH_ROWS`]) and every row is
+//! validated, so memory does not grow with the trace length and a bad row is reported with its row
+//! group and row. [`Prefetch`] moves decoding to a second thread so the simulator's loop does not
+//! wait for Parquet.
+//!
+//! Columns may come in any order and with any integer Arrow type; values are converted to the
+//! column's unsigned width and a value that does not fit (negative, too large) is an error rather
+//! than a silent wrap. Absent optional columns read as 0. Columns that are not part of the format
+//! are not decoded at all (projection).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::*;
-use arrow_array::{Array, RecordBatch};
+use arrow_array::types::{
+    Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
 use pcstream_core::request::{Op, Request};
 
 use crate::error::{one_line, TraceError};
 use crate::format::{TraceMeta, COLUMNS, REQUIRED};
 
-/// Rows per decoded batch (bounds memory whatever the row-group size).
-pub const BATCH_ROWS: usize = 65_536;
+/// Most rows per decoded batch, whatever the row-group size (bounds memory).
+pub const BATCH_ROWS: usize = 64 * 1024;
 
+/// An open block trace, positioned before its first row.
 pub struct BlockTraceReader {
     path: PathBuf,
     label: String,
     meta: TraceMeta,
     rows: u64,
-    group_rows: Vec<u64>,
-    /// Column index in the file of each of `COLUMNS` (None: absent, reads as 0).
+    /// First global row of each row group, plus the total at the end (for error positions).
+    group_starts: Vec<u64>,
+    /// Batch column of each of [`COLUMNS`] (`None`: absent, reads as 0).
     cols: [Option<usize>; 10],
     inner: ParquetRecordBatchReader,
+    /// Global index of the next row to decode.
     row: u64,
 }
 
@@ -39,13 +53,13 @@ fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Tr
         },
         _ => TraceError::Io {
             path: label.clone(),
-            why: one_line(e),
+            why: format!("cannot open ({}); check the permissions", one_line(e)),
         },
     })?;
     if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(TraceError::Io {
             path: label,
-            why: "is a directory, not a trace file".into(),
+            why: "is a directory, not a trace file; give the .parquet file".into(),
         });
     }
     ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| TraceError::NotParquet {
@@ -54,21 +68,65 @@ fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Tr
     })
 }
 
-fn width(dt: &DataType) -> Option<(bool, u8)> {
-    Some(match dt {
-        DataType::UInt8 => (false, 8),
-        DataType::UInt16 => (false, 16),
-        DataType::UInt32 => (false, 32),
-        DataType::UInt64 => (false, 64),
-        DataType::Int8 => (true, 8),
-        DataType::Int16 => (true, 16),
-        DataType::Int32 => (true, 32),
-        DataType::Int64 => (true, 64),
-        _ => return None,
-    })
+/// Integer Arrow types the reader converts (value by value, checked) to the column's width.
+fn is_integer(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+    )
+}
+
+/// Copy `vals` into one field of `out` through a checked conversion. For widening unsigned
+/// conversions `try_from` is infallible and the loop compiles to a plain strided copy.
+/// On failure returns (row in batch, offending value).
+#[inline]
+fn copy_col<S, D>(
+    vals: &[S],
+    out: &mut [Request],
+    set: impl Fn(&mut Request, D),
+) -> Result<(), (usize, String)>
+where
+    S: Copy + std::fmt::Display,
+    D: TryFrom<S>,
+{
+    for (k, (r, &v)) in out.iter_mut().zip(vals).enumerate() {
+        match D::try_from(v) {
+            Ok(d) => set(r, d),
+            Err(_) => return Err((k, v.to_string())),
+        }
+    }
+    Ok(())
+}
+
+/// Dispatch once per column on the Arrow type, then run a monomorphic copy loop.
+macro_rules! load {
+    ($a:expr, $out:expr, $field:ident) => {{
+        let set = |r: &mut Request, v| r.$field = v;
+        match $a.data_type() {
+            DataType::UInt8 => copy_col($a.as_primitive::<UInt8Type>().values(), $out, set),
+            DataType::UInt16 => copy_col($a.as_primitive::<UInt16Type>().values(), $out, set),
+            DataType::UInt32 => copy_col($a.as_primitive::<UInt32Type>().values(), $out, set),
+            DataType::UInt64 => copy_col($a.as_primitive::<UInt64Type>().values(), $out, set),
+            DataType::Int8 => copy_col($a.as_primitive::<Int8Type>().values(), $out, set),
+            DataType::Int16 => copy_col($a.as_primitive::<Int16Type>().values(), $out, set),
+            DataType::Int32 => copy_col($a.as_primitive::<Int32Type>().values(), $out, set),
+            DataType::Int64 => copy_col($a.as_primitive::<Int64Type>().values(), $out, set),
+            // The schema was checked at open and every batch follows it.
+            other => unreachable!("column type {other} passed the schema check"),
+        }
+    }};
 }
 
 impl BlockTraceReader {
+    /// Open `path`: read the footer and metadata and check the schema (required columns present,
+    /// known columns integer-typed).
     pub fn open(path: &Path) -> Result<BlockTraceReader, TraceError> {
         let label = path.display().to_string();
         let b = open_builder(path)?;
@@ -84,34 +142,43 @@ impl BlockTraceReader {
             .unwrap_or_default();
         let meta = TraceMeta::from_pairs(&label, &pairs)?;
         let schema = b.schema().clone();
-        let mut cols = [None; 10];
+        let mut file_idx = [None; 10];
         for (i, (name, bits)) in COLUMNS.iter().enumerate() {
-            if let Some((idx, field)) = schema.column_with_name(name) {
-                match width(field.data_type()) {
-                    Some(_) => cols[i] = Some(idx),
-                    None => {
-                        return Err(TraceError::WrongType {
-                            path: label,
-                            column: name.to_string(),
-                            found: format!("{}", field.data_type()),
-                            expected: format!("UInt{bits}"),
-                        })
-                    }
+            match schema.column_with_name(name) {
+                Some((idx, field)) if is_integer(field.data_type()) => file_idx[i] = Some(idx),
+                Some((_, field)) => {
+                    return Err(TraceError::WrongType {
+                        path: label,
+                        column: name.to_string(),
+                        found: field.data_type().to_string(),
+                        expected: format!("UInt{bits}"),
+                    })
                 }
-            } else if REQUIRED.contains(name) {
-                return Err(TraceError::MissingColumn {
-                    path: label,
-                    column: name.to_string(),
-                });
+                None if REQUIRED.contains(name) => {
+                    return Err(TraceError::MissingColumn {
+                        path: label,
+                        column: name.to_string(),
+                    })
+                }
+                None => {}
             }
         }
-        let group_rows: Vec<u64> = md
-            .row_groups()
-            .iter()
-            .map(|g| g.num_rows() as u64)
-            .collect();
-        let rows = group_rows.iter().sum();
+        // Projected batches hold the selected columns in file order.
+        let mut selected: Vec<usize> = file_idx.iter().flatten().copied().collect();
+        selected.sort_unstable();
+        let mut cols = [None; 10];
+        for (c, f) in cols.iter_mut().zip(file_idx) {
+            *c = f.map(|f| selected.binary_search(&f).expect("selected"));
+        }
+        let mut group_starts = vec![0u64];
+        for g in md.row_groups() {
+            let last = *group_starts.last().expect("non-empty");
+            group_starts.push(last + g.num_rows().max(0) as u64);
+        }
+        let rows = *group_starts.last().expect("non-empty");
+        let mask = ProjectionMask::roots(b.parquet_schema(), selected);
         let inner = b
+            .with_projection(mask)
             .with_batch_size(BATCH_ROWS)
             .build()
             .map_err(|e| TraceError::NotParquet {
@@ -123,7 +190,7 @@ impl BlockTraceReader {
             label,
             meta,
             rows,
-            group_rows,
+            group_starts,
             cols,
             inner,
             row: 0,
@@ -137,35 +204,44 @@ impl BlockTraceReader {
         self.rows
     }
     pub fn num_row_groups(&self) -> usize {
-        self.group_rows.len()
+        self.group_starts.len() - 1
     }
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// `pcstream.capacity_pages`, or max(lpn + pages) found by a streaming pre-scan of the file
+    /// when the key is absent.
+    pub fn capacity_pages(&self) -> Result<u64, TraceError> {
+        match self.meta.capacity_pages {
+            Some(c) => Ok(c),
+            None => scan_capacity(&self.path),
+        }
+    }
+
     /// (row group, row within it) of the global row index `row`.
     fn locate(&self, row: u64) -> (usize, u64) {
-        let mut r = row;
-        for (g, &n) in self.group_rows.iter().enumerate() {
-            if r < n {
-                return (g, r);
-            }
-            r -= n;
-        }
-        (self.group_rows.len().saturating_sub(1), r)
+        let g = self
+            .group_starts
+            .partition_point(|&s| s <= row)
+            .saturating_sub(1)
+            .min(self.num_row_groups().saturating_sub(1));
+        (g, row - self.group_starts[g].min(row))
     }
 
     fn bad_row(&self, row: u64, what: String) -> TraceError {
-        let (group, r) = self.locate(row);
+        let (group, row) = self.locate(row);
         TraceError::BadRow {
             path: self.label.clone(),
             group,
-            row: r,
+            row,
             what,
         }
     }
 
-    /// Clear `out` and fill it with the next batch; `false` at the end of the trace.
+    /// Clear `out` and fill it with the next batch of rows (at most [`BATCH_ROWS`]); `Ok(false)`
+    /// once the trace is exhausted. Every row is validated: op in 0..=3, pages ≥ 1 unless the op
+    /// is a flush, lpn + pages ≤ `pcstream.capacity_pages` when the key is present.
     pub fn next_batch(&mut self, out: &mut Vec<Request>) -> Result<bool, TraceError> {
         out.clear();
         let batch = match self.inner.next() {
@@ -180,173 +256,194 @@ impl BlockTraceReader {
             Some(Ok(b)) => b,
         };
         out.resize(batch.num_rows(), Request::default());
-        for (i, c) in self.cols.iter().enumerate() {
-            if let Some(idx) = c {
-                self.fill(&batch, *idx, i, out)?;
+        for (field, c) in self.cols.iter().enumerate() {
+            if let Some(idx) = *c {
+                self.load(batch.column(idx), field, out)?;
             }
         }
-        let cap = self.meta.capacity_pages;
+        self.validate(out)?;
+        self.row += out.len() as u64;
+        Ok(true)
+    }
+
+    /// Copy one column (field index into [`COLUMNS`]) of the current batch into `out`.
+    fn load(&self, a: &ArrayRef, field: usize, out: &mut [Request]) -> Result<(), TraceError> {
+        let (name, bits) = COLUMNS[field];
+        if a.null_count() > 0 {
+            let k = (0..a.len()).find(|&k| a.is_null(k)).unwrap_or(0);
+            return Err(self.bad_row(
+                self.row + k as u64,
+                format!("column {name} is null; every row needs a value (write 0 for unknown)"),
+            ));
+        }
+        let res = match field {
+            0 => load!(a, out, ts_ns),
+            1 => load!(a, out, op),
+            2 => load!(a, out, lpn),
+            3 => load!(a, out, pages),
+            4 => load!(a, out, pc),
+            5 => load!(a, out, file),
+            6 => load!(a, out, file_class),
+            7 => load!(a, out, meta),
+            8 => load!(a, out, pid),
+            _ => load!(a, out, hint),
+        };
+        res.map_err(|(k, v)| {
+            self.bad_row(
+                self.row + k as u64,
+                format!(
+                    "{name} = {v} does not fit the column's type (UInt{bits}); re-write the trace with values in range"
+                ),
+            )
+        })
+    }
+
+    fn validate(&self, out: &[Request]) -> Result<(), TraceError> {
+        let cap = self.meta.capacity_pages.unwrap_or(u64::MAX);
+        // Fast check over the whole batch first; locate the culprit only when something is off.
+        let ok = out.iter().all(|r| {
+            r.op <= 3
+                && (r.op == Op::Flush as u8
+                    || (r.pages > 0 && r.lpn <= cap && r.pages as u64 <= cap - r.lpn))
+        });
+        if ok {
+            return Ok(());
+        }
         for (k, r) in out.iter().enumerate() {
             let row = self.row + k as u64;
             let Some(op) = Op::from_u8(r.op) else {
                 return Err(self.bad_row(
                     row,
                     format!(
-                        "op {} is not 0 (write), 1 (trim), 2 (read) or 3 (flush)",
+                        "op {} is not 0 (write), 1 (trim), 2 (read) or 3 (flush); fix the importer or the trace",
                         r.op
                     ),
                 ));
             };
-            if op != Op::Flush {
-                if r.pages == 0 {
-                    return Err(self.bad_row(
-                        row,
-                        "pages is 0; every write, trim or read covers ≥ 1 page".into(),
-                    ));
-                }
-                if let Some(cap) = cap {
-                    if r.lpn.checked_add(r.pages as u64).is_none_or(|e| e > cap) {
-                        return Err(self.bad_row(
-                            row,
-                            format!(
-                                "lpn {} + {} pages is beyond the trace capacity ({cap} pages); fix pcstream.capacity_pages or the trace",
-                                r.lpn, r.pages
-                            ),
-                        ));
-                    }
-                }
+            if op == Op::Flush {
+                continue;
             }
-        }
-        self.row += out.len() as u64;
-        Ok(true)
-    }
-
-    /// Copy column `idx` of `batch` into field `field` (index into `COLUMNS`) of `out`.
-    fn fill(
-        &self,
-        batch: &RecordBatch,
-        idx: usize,
-        field: usize,
-        out: &mut [Request],
-    ) -> Result<(), TraceError> {
-        let a = batch.column(idx);
-        let (name, bits) = COLUMNS[field];
-        let max = if bits == 64 {
-            u64::MAX
-        } else {
-            (1u64 << bits) - 1
-        };
-        macro_rules! each {
-            ($t:ty, $conv:expr) => {{
-                let arr = a.as_primitive::<$t>();
-                if arr.null_count() > 0 {
-                    let k = (0..arr.len()).find(|&k| arr.is_null(k)).unwrap_or(0);
-                    return Err(self.bad_row(
-                        self.row + k as u64,
-                        format!("column {name} is null; every row needs a value"),
-                    ));
-                }
-                for (k, (r, &v)) in out.iter_mut().zip(arr.values().iter()).enumerate() {
-                    let v: i128 = $conv(v);
-                    if v < 0 || v as u128 > max as u128 {
-                        return Err(self.bad_row(
-                            self.row + k as u64,
-                            format!("{name} = {v} does not fit in {bits} unsigned bits"),
-                        ));
-                    }
-                    set(r, field, v as u64);
-                }
-            }};
-        }
-        match a.data_type() {
-            DataType::UInt8 => each!(UInt8Type, |v: u8| v as i128),
-            DataType::UInt16 => each!(UInt16Type, |v: u16| v as i128),
-            DataType::UInt32 => each!(UInt32Type, |v: u32| v as i128),
-            DataType::UInt64 => each!(UInt64Type, |v: u64| v as i128),
-            DataType::Int8 => each!(Int8Type, |v: i8| v as i128),
-            DataType::Int16 => each!(Int16Type, |v: i16| v as i128),
-            DataType::Int32 => each!(Int32Type, |v: i32| v as i128),
-            DataType::Int64 => each!(Int64Type, |v: i64| v as i128),
-            other => {
-                return Err(TraceError::WrongType {
-                    path: self.label.clone(),
-                    column: name.into(),
-                    found: other.to_string(),
-                    expected: format!("UInt{bits}"),
-                })
+            if r.pages == 0 {
+                return Err(self.bad_row(
+                    row,
+                    format!(
+                        "pages is 0 for a {}; every write, trim or read covers at least 1 page; fix the importer or the trace",
+                        ["write", "trim", "read"][r.op as usize]
+                    ),
+                ));
+            }
+            if r.lpn > cap || r.pages as u64 > cap - r.lpn {
+                let what = match self.meta.capacity_pages {
+                    Some(c) => format!(
+                        "lpn {} + {} pages is beyond the trace capacity ({c} pages); re-generate the trace or fix pcstream.capacity_pages",
+                        r.lpn, r.pages
+                    ),
+                    None => format!(
+                        "lpn {} + {} pages overflows the 64-bit address space; fix the importer or the trace",
+                        r.lpn, r.pages
+                    ),
+                };
+                return Err(self.bad_row(row, what));
             }
         }
         Ok(())
     }
 
-    /// Decode on a background thread, `depth` batches ahead.
+    /// Decode on a background thread, up to `depth` batches ahead of the consumer.
     pub fn into_prefetch(mut self, depth: usize) -> Prefetch {
-        let (tx, rx) = sync_channel::<Result<Vec<Request>, TraceError>>(depth.max(1));
-        let (back_tx, back_rx) = sync_channel::<Vec<Request>>(depth.max(1) + 2);
-        let handle = std::thread::spawn(move || loop {
-            let mut buf = back_rx.try_recv().unwrap_or_default();
-            match self.next_batch(&mut buf) {
-                Ok(true) => {
-                    if tx.send(Ok(buf)).is_err() {
+        let depth = depth.max(1);
+        let label = self.label.clone();
+        let (tx, rx) = sync_channel::<Result<Vec<Request>, TraceError>>(depth);
+        let (back_tx, back_rx) = sync_channel::<Vec<Request>>(depth + 2);
+        let handle = std::thread::Builder::new()
+            .name("pcstream-decode".into())
+            .spawn(move || loop {
+                // Reuse a Vec the consumer handed back, if any: no allocation in steady state.
+                let mut buf = back_rx.try_recv().unwrap_or_default();
+                match self.next_batch(&mut buf) {
+                    Ok(true) => {
+                        if tx.send(Ok(buf)).is_err() {
+                            return; // consumer gone
+                        }
+                    }
+                    Ok(false) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
                         return;
                     }
                 }
-                Ok(false) => return,
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            }
-        });
+            })
+            .expect("spawning the decoding thread");
         Prefetch {
-            rx,
+            rx: Some(rx),
             back: back_tx,
-            _handle: handle,
+            handle: Some(handle),
+            label,
+            done: false,
         }
     }
 }
 
-#[inline]
-fn set(r: &mut Request, field: usize, v: u64) {
-    match field {
-        0 => r.ts_ns = v,
-        1 => r.op = v as u8,
-        2 => r.lpn = v,
-        3 => r.pages = v as u32,
-        4 => r.pc = v,
-        5 => r.file = v as u32,
-        6 => r.file_class = v as u16,
-        7 => r.meta = v as u8,
-        8 => r.pid = v as u32,
-        _ => r.hint = v as u8,
-    }
-}
-
-/// Batches decoded ahead on a background thread.
+/// Batches decoded ahead on a background thread (see [`BlockTraceReader::into_prefetch`]).
 pub struct Prefetch {
-    rx: Receiver<Result<Vec<Request>, TraceError>>,
+    rx: Option<Receiver<Result<Vec<Request>, TraceError>>>,
     back: SyncSender<Vec<Request>>,
-    _handle: std::thread::JoinHandle<()>,
+    handle: Option<JoinHandle<()>>,
+    label: String,
+    done: bool,
 }
 
 impl Prefetch {
+    /// The next batch, an error (after which the stream ends), or `None` at the end of the trace.
     pub fn next_batch(&mut self) -> Option<Result<Vec<Request>, TraceError>> {
-        self.rx.recv().ok()
+        if self.done {
+            return None;
+        }
+        match self.rx.as_ref()?.recv() {
+            Ok(Ok(b)) => Some(Ok(b)),
+            Ok(Err(e)) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            Err(_) => {
+                // Sender gone: normal end, unless the thread died; never report a crash as EOF.
+                self.done = true;
+                let panicked = self.handle.take().is_some_and(|h| h.join().is_err());
+                panicked.then(|| {
+                    Err(TraceError::Io {
+                        path: self.label.clone(),
+                        why: "the decoding thread panicked; this is a bug in pcstream, please report it".into(),
+                    })
+                })
+            }
+        }
     }
-    /// Hand a consumed batch back for reuse (no allocation in steady state).
+
+    /// Hand a consumed batch back so the decoder can refill it instead of allocating.
     pub fn recycle(&mut self, v: Vec<Request>) {
         let _ = self.back.try_send(v);
     }
 }
 
-/// max(lpn + pages) over the trace, for traces without `pcstream.capacity_pages`.
+impl Drop for Prefetch {
+    fn drop(&mut self) {
+        // Dropping the receiver unblocks a decoder waiting to send; then wait for it.
+        self.rx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// max(lpn + pages) over every row of the trace, streaming; the capacity of traces without
+/// `pcstream.capacity_pages`.
 pub fn scan_capacity(path: &Path) -> Result<u64, TraceError> {
     let mut r = BlockTraceReader::open(path)?;
     let mut buf = Vec::new();
     let mut cap = 0u64;
     while r.next_batch(&mut buf)? {
         for q in &buf {
-            cap = cap.max(q.lpn.saturating_add(q.pages as u64));
+            cap = cap.max(q.lpn + q.pages as u64); // no overflow: validated
         }
     }
     Ok(cap)

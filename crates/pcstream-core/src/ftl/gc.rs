@@ -55,7 +55,7 @@ impl Ftl {
         while remaining > 0 {
             debug_assert!(off < unit_pages);
             let from = Ppn(base + off);
-            let lpn = self.map.p2l[from.0 as usize];
+            let lpn = self.map.lpn_at(from);
             if lpn != super::mapping::NONE {
                 let dest = self.gc_dest(
                     from,

@@ -1,7 +1,8 @@
 //! Logical-to-physical map, its reverse, and the per-page metadata every valid page carries
 //! (host write time, writer PC, host stream, and the oracle's death time when one is used).
 //!
-//! The reverse map doubles as the page state: `p2l[ppn] == NONE` means free or invalid.
+//! The reverse map lives inside the page metadata (`PageMeta::lpn`), so a random invalidation
+//! touches one cache line of the physical side; `lpn == NONE` means free or invalid.
 
 use crate::units::{Lpn, PcSig, Ppn, StreamId};
 
@@ -11,23 +12,47 @@ pub const NONE: u32 = u32::MAX;
 /// no lifetime sample.
 pub const PREFILL_TIME: u64 = u64::MAX;
 
-/// Metadata kept with every physical page. Packed so a random invalidation touches one line.
-#[derive(Clone, Copy, Debug, Default)]
+/// Metadata kept with every physical page (24 bytes). Packed so a random invalidation touches
+/// one cache line.
+#[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct PageMeta {
     /// Logical time of the host write that created this version (`PREFILL_TIME` for prefill).
     pub t_write: u64,
     /// Signature of the writer's program context.
     pub pc: u64,
+    /// Reverse map: the LPN stored here (`NONE`: free or invalid).
+    pub lpn: u32,
     /// Host stream chosen at the host write (kept through GC copies).
     pub stream: u8,
+}
+
+impl Default for PageMeta {
+    fn default() -> Self {
+        PageMeta {
+            t_write: 0,
+            pc: 0,
+            lpn: NONE,
+            stream: 0,
+        }
+    }
+}
+
+impl PageMeta {
+    pub fn new(t_write: u64, pc: u64, stream: u8) -> PageMeta {
+        PageMeta {
+            t_write,
+            pc,
+            lpn: NONE,
+            stream,
+        }
+    }
 }
 
 pub struct Mapping {
     /// lpn → ppn (`NONE` if unmapped).
     pub l2p: Vec<u32>,
-    /// ppn → lpn (`NONE` if the page is free or invalid).
-    pub p2l: Vec<u32>,
+    /// Per physical page: reverse map and metadata.
     pub meta: Vec<PageMeta>,
     /// Oracle only: death time per physical page.
     pub death: Option<Vec<u64>>,
@@ -38,7 +63,6 @@ impl Mapping {
     pub fn new(logical_pages: u64, physical_pages: u64, with_death: bool) -> Mapping {
         Mapping {
             l2p: vec![NONE; logical_pages as usize],
-            p2l: vec![NONE; physical_pages as usize],
             meta: vec![PageMeta::default(); physical_pages as usize],
             death: with_death.then(|| vec![0; physical_pages as usize]),
             mapped: 0,
@@ -61,10 +85,10 @@ impl Mapping {
         }
         *slot = NONE;
         debug_assert_eq!(
-            self.p2l[old as usize], lpn.0 as u32,
+            self.meta[old as usize].lpn, lpn.0 as u32,
             "reverse map disagrees"
         );
-        self.p2l[old as usize] = NONE;
+        self.meta[old as usize].lpn = NONE;
         self.mapped -= 1;
         Some(Ppn(old))
     }
@@ -73,26 +97,51 @@ impl Mapping {
     #[inline]
     pub fn map(&mut self, lpn: Lpn, ppn: Ppn, meta: PageMeta) {
         debug_assert_eq!(self.l2p[lpn.0 as usize], NONE);
-        debug_assert_eq!(self.p2l[ppn.0 as usize], NONE);
+        debug_assert_eq!(self.meta[ppn.0 as usize].lpn, NONE);
         self.l2p[lpn.0 as usize] = ppn.0;
-        self.p2l[ppn.0 as usize] = lpn.0 as u32;
-        self.meta[ppn.0 as usize] = meta;
+        self.meta[ppn.0 as usize] = PageMeta {
+            lpn: lpn.0 as u32,
+            ..meta
+        };
         self.mapped += 1;
     }
 
     /// Move a valid page (GC copy): the destination takes its lpn and metadata.
     #[inline]
     pub fn relocate(&mut self, from: Ppn, to: Ppn) {
-        let lpn = self.p2l[from.0 as usize];
-        debug_assert_ne!(lpn, NONE);
-        debug_assert_eq!(self.p2l[to.0 as usize], NONE);
-        self.p2l[to.0 as usize] = lpn;
-        self.p2l[from.0 as usize] = NONE;
-        self.l2p[lpn as usize] = to.0;
-        self.meta[to.0 as usize] = self.meta[from.0 as usize];
+        let m = self.meta[from.0 as usize];
+        debug_assert_ne!(m.lpn, NONE);
+        debug_assert_eq!(self.meta[to.0 as usize].lpn, NONE);
+        self.meta[to.0 as usize] = m;
+        self.meta[from.0 as usize].lpn = NONE;
+        self.l2p[m.lpn as usize] = to.0;
         if let Some(d) = self.death.as_mut() {
             d[to.0 as usize] = d[from.0 as usize];
         }
+    }
+
+    /// Hint the CPU to fetch the L2P entry of `lpn` (ignored when out of range).
+    #[inline]
+    pub fn prefetch_l2p(&self, lpn: u64) {
+        if let Some(e) = self.l2p.get(lpn as usize) {
+            crate::prefetch::read(e);
+        }
+    }
+
+    /// Hint the CPU to fetch the metadata of the page `lpn` maps to now.
+    #[inline]
+    pub fn prefetch_meta_of(&self, lpn: u64) {
+        if let Some(&p) = self.l2p.get(lpn as usize) {
+            if let Some(m) = self.meta.get(p as usize) {
+                crate::prefetch::read(m);
+            }
+        }
+    }
+
+    /// LPN stored in `ppn` (`NONE` if free or invalid).
+    #[inline]
+    pub fn lpn_at(&self, ppn: Ppn) -> u32 {
+        self.meta[ppn.0 as usize].lpn
     }
 
     #[inline]
@@ -108,7 +157,6 @@ impl Mapping {
     /// Bytes of map and page metadata per physical page (for the memory report).
     pub fn bytes(&self) -> usize {
         self.l2p.len() * 4
-            + self.p2l.len() * 4
             + self.meta.len() * std::mem::size_of::<PageMeta>()
             + self.death.as_ref().map_or(0, |d| d.len() * 8)
     }

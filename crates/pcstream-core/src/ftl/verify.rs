@@ -17,10 +17,10 @@ impl Ftl {
         for (lpn, &p) in self.map.l2p.iter().enumerate() {
             if p != NONE {
                 mapped += 1;
-                if self.map.p2l[p as usize] as usize != lpn {
+                if self.map.meta[p as usize].lpn as usize != lpn {
                     return Err(format!(
                         "lpn {lpn} → ppn {p}, but ppn {p} → {}",
-                        self.map.p2l[p as usize]
+                        self.map.meta[p as usize].lpn
                     ));
                 }
             }
@@ -35,7 +35,10 @@ impl Ftl {
         let mut counts = [0usize; 4];
         for u in 0..g.units {
             let base = (u * g.unit_pages) as usize;
-            let pages = &self.map.p2l[base..base + g.unit_pages as usize];
+            let pages: Vec<u32> = self.map.meta[base..base + g.unit_pages as usize]
+                .iter()
+                .map(|m| m.lpn)
+                .collect();
             let mut valid = 0u32;
             for (off, &l) in pages.iter().enumerate() {
                 if l != NONE {

@@ -1,0 +1,59 @@
+//! Helpers shared by the integration tests: hand-built Parquet files (any column order, types
+//! and metadata) and reading a whole trace back.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use pcstream_core::request::Request;
+use pcstream_trace::{BlockTraceReader, TraceError};
+
+/// Write `cols` (name, array) as a Parquet file with `kv` metadata and `group` rows per row group.
+pub fn write_raw(path: &Path, cols: Vec<(&str, ArrayRef)>, kv: &[(&str, &str)], group: usize) {
+    let schema = Arc::new(Schema::new(
+        cols.iter()
+            .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let kv = kv
+        .iter()
+        .map(|(k, v)| KeyValue::new(k.to_string(), v.to_string()))
+        .collect();
+    let props = WriterProperties::builder()
+        .set_max_row_group_size(group)
+        .set_key_value_metadata(Some(kv))
+        .build();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(path).unwrap(),
+        schema.clone(),
+        Some(props),
+    )
+    .unwrap();
+    let batch = RecordBatch::try_new(schema, cols.into_iter().map(|(_, a)| a).collect()).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+/// Every row of the trace, or the first error.
+pub fn read_all(path: &Path) -> Result<Vec<Request>, TraceError> {
+    let mut r = BlockTraceReader::open(path)?;
+    let mut all = Vec::new();
+    let mut buf = Vec::new();
+    while r.next_batch(&mut buf)? {
+        all.extend_from_slice(&buf);
+    }
+    Ok(all)
+}
+
+/// The error message of reading `path` to the end (panics if it reads fine).
+pub fn read_err(path: &Path) -> String {
+    match read_all(path) {
+        Ok(rows) => panic!("expected an error, read {} rows", rows.len()),
+        Err(e) => e.to_string(),
+    }
+}
