@@ -86,6 +86,16 @@ impl Simulator {
             params: opts.params.clone(),
         };
         let policy = registry::build(&opts.policy, &mut ctx)?;
+        Simulator::with_policy(cfg, opts, policy, gc_override)
+    }
+
+    /// Build a simulator around a policy object (one outside the registry, e.g. in tests).
+    pub fn with_policy(
+        cfg: &SsdConfig,
+        opts: SimOptions,
+        policy: Box<dyn Placement>,
+        gc_override: Option<GcMode>,
+    ) -> Result<Simulator, SimError> {
         let mut gc_mode = policy.gc_mode();
         if let Some(m) = gc_override {
             if gc_mode == GcMode::Policy || m == GcMode::Policy {
