@@ -12,25 +12,25 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
 create_exception!(
-    _engine,
+    pcstream._engine,
     PcstreamError,
     PyException,
     "Base of every pcstream error."
 );
 create_exception!(
-    _engine,
+    pcstream._engine,
     InputError,
     PcstreamError,
     "A missing, unreadable or malformed input file."
 );
 create_exception!(
-    _engine,
+    pcstream._engine,
     ConfigError,
     PcstreamError,
     "A bad SSD configuration or preset."
 );
 create_exception!(
-    _engine,
+    pcstream._engine,
     UsageError,
     PcstreamError,
     "An unknown name or a bad parameter."

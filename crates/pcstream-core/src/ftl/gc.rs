@@ -8,6 +8,9 @@ use crate::config::GcUnit;
 use crate::placement::{GcMode, PageInfo, Placement, Reclaimed};
 use crate::units::{DieId, LogicalTime, Lpn, PcSig, Ppn, StreamId, UnitId};
 
+/// How many pages ahead of the copy loop the L2P entries are prefetched.
+const COPY_AHEAD: u32 = 16;
+
 impl Ftl {
     /// Run GC until `gc_high` units are free.
     pub(crate) fn collect(&mut self, now: LogicalTime, policy: &mut dyn Placement) {
@@ -55,6 +58,11 @@ impl Ftl {
         while remaining > 0 {
             debug_assert!(off < unit_pages);
             let from = Ppn(base + off);
+            // Each copy stores to a random L2P entry; start fetching the one a few pages ahead
+            // so those misses overlap instead of filling the store buffer one by one.
+            if off + COPY_AHEAD < unit_pages {
+                self.map.prefetch_l2p_of_page(Ppn(base + off + COPY_AHEAD));
+            }
             let lpn = self.map.lpn_at(from);
             if lpn != super::mapping::NONE {
                 let dest = self.gc_dest(

@@ -138,6 +138,15 @@ impl Mapping {
         }
     }
 
+    /// Hint the CPU to fetch the L2P entry of the LPN stored in `ppn`, if it is valid.
+    #[inline]
+    pub fn prefetch_l2p_of_page(&self, ppn: Ppn) {
+        let l = self.meta[ppn.0 as usize].lpn;
+        if l != NONE {
+            self.prefetch_l2p(l as u64);
+        }
+    }
+
     /// LPN stored in `ppn` (`NONE` if free or invalid).
     #[inline]
     pub fn lpn_at(&self, ppn: Ppn) -> u32 {
