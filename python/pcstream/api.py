@@ -83,36 +83,12 @@ def ssd_summary(ssd: str) -> Json:
     return _decode(engine().ssd_summary(ssd))
 
 
-def simulate(
-    trace: str,
-    policy: str,
-    *,
-    ssd: str = "paper",
-    prefill: float = 0.0,
-    warmup: int = 0,
-    seed: int = 0,
-    timing: bool = True,
-    table: str | None = None,
-    params: dict[str, str] | None = None,
-    progress: Progress | None = None,
-    cdf_points: int = 0,
-) -> Json:
-    """Simulate one trace under one policy; returns the result object (see RESULT_FIELDS)."""
-    return _decode(
-        simulate_json(
-            trace,
-            policy,
-            ssd=ssd,
-            prefill=prefill,
-            warmup=warmup,
-            seed=seed,
-            timing=timing,
-            table=table,
-            params=params,
-            progress=progress,
-            cdf_points=cdf_points,
-        )
-    )
+def simulate(trace: str, policy: str, **options: Any) -> Json:
+    """Simulate one trace under one policy; returns the result object (see RESULT_FIELDS).
+
+    Takes the keyword options of :func:`simulate_json`.
+    """
+    return _decode(simulate_json(trace, policy, **options))
 
 
 def simulate_json(

@@ -118,7 +118,8 @@ def write_cdf(path: str, cdf: list[list[float]]) -> None:
 @click.option(
     "--table",
     metavar="FILE",
-    help="Learned PC→stream table for policies that use one (e.g. pcstream).",
+    help="Persistent PC→stream table (JSON) for policies that keep one (e.g. pcstream): loaded at the "
+    "start if FILE exists, saved at the end.",
 )
 @seed_option
 @timing_option
@@ -158,8 +159,6 @@ def command(
         raise click.UsageError("--cdf needs the timing model; drop --no-timing")
     require_file(trace, "trace file")
     ssd = resolve_ssd(ssd)
-    if table is not None:
-        require_file(table, "table file")
 
     with progress_bar(f"simulate {policy}") as progress:
         text = api.simulate_json(
