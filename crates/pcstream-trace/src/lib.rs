@@ -5,6 +5,7 @@
 pub mod error;
 pub mod format;
 pub mod gen;
+pub mod import;
 pub mod info;
 pub mod reader;
 pub mod run;

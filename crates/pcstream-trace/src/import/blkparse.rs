@@ -1,0 +1,69 @@
+//! blkparse default text output: `maj,min cpu seq sec.nsec pid action rwbs sector + nsectors [comm]`.
+//! Only `D` (issue) lines are kept, so each request counts once; rwbs `W` = write, `R` = read,
+//! `D` = discard, `F` alone = flush. Summary and message lines (e.g. `CPU0 (…)`, `Total`) and other
+//! actions are skipped. The device is `maj,min`.
+
+use super::{num, IoRecord, LineParser};
+use pcstream_core::request::Op;
+
+#[derive(Default)]
+pub struct Blkparse {
+    /// Past the per-CPU summary that ends blkparse's output: nothing more to read.
+    done: bool,
+}
+
+impl LineParser for Blkparse {
+    fn parse(&mut self, line: &str) -> Result<Option<IoRecord>, String> {
+        if self.done {
+            return Ok(None);
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.first()
+            .is_some_and(|s| s.starts_with("CPU") || *s == "Total")
+        {
+            self.done = true;
+            return Ok(None);
+        }
+        if f.len() < 7 || !f[0].contains(',') {
+            return Err(
+                "not a blkparse event line (maj,min cpu seq sec.nsec pid action rwbs ...)".into(),
+            );
+        }
+        if f[5] != "D" {
+            return Ok(None);
+        }
+        let rwbs = f[6];
+        let op = if rwbs.contains('D') {
+            Op::Trim
+        } else if rwbs.contains('W') {
+            Op::Write
+        } else if rwbs.contains('R') {
+            Op::Read
+        } else if rwbs.contains('F') {
+            Op::Flush
+        } else {
+            return Ok(None);
+        };
+        let (sec, nsec) = f[3]
+            .split_once('.')
+            .ok_or_else(|| format!("time '{}' is not sec.nsec", f[3]))?;
+        let ts_ns = num(sec, "seconds")?.saturating_mul(1_000_000_000) + num(nsec, "nanoseconds")?;
+        let pid = num(f[4], "pid")? as u32;
+        let (sector, sectors) = if op == Op::Flush && f.len() < 10 {
+            (0, 0)
+        } else {
+            if f.len() < 10 || f[8] != "+" {
+                return Err("expected 'sector + nsectors' after rwbs".into());
+            }
+            (num(f[7], "sector")?, num(f[9], "nsectors")?)
+        };
+        Ok(Some(IoRecord {
+            ts_ns,
+            op,
+            offset_bytes: sector.saturating_mul(512),
+            len_bytes: sectors.saturating_mul(512),
+            device: f[0].to_string(),
+            pid,
+        }))
+    }
+}

@@ -1,0 +1,71 @@
+//! fio iolog v2 and v3. The first line names the version (`fio version 2 iolog` or
+//! `fio version 3 iolog`). v2 lines: `FILE add|open|close` or `FILE ACTION OFFSET LENGTH`; v3
+//! lines carry a leading timestamp in ms: `TS FILE ACTION [OFFSET LENGTH]`. ACTION is
+//! read/write/trim/sync/datasync; offsets and lengths in bytes. The device is the file name.
+
+use super::{num, IoRecord, LineParser};
+use pcstream_core::request::Op;
+
+#[derive(Default)]
+pub struct FioLog {
+    version: Option<u8>,
+    /// v2 has no timestamps: requests are 1 µs apart, in order.
+    index: u64,
+}
+
+impl LineParser for FioLog {
+    fn parse(&mut self, line: &str) -> Result<Option<IoRecord>, String> {
+        let Some(v) = self.version else {
+            self.version = match line.trim() {
+                "fio version 2 iolog" => Some(2),
+                "fio version 3 iolog" => Some(3),
+                other => return Err(format!("'{other:.40}' is not an iolog header ('fio version 2 iolog' or 'fio version 3 iolog')")),
+            };
+            return Ok(None);
+        };
+        let mut f: Vec<&str> = line.split_whitespace().collect();
+        let ts_ns = if v == 3 {
+            if f.is_empty() {
+                return Ok(None);
+            }
+            num(f.remove(0), "timestamp (ms)")?.saturating_mul(1_000_000)
+        } else {
+            self.index += 1;
+            self.index * 1000
+        };
+        match f.as_slice() {
+            [_, "add" | "open" | "close"] => Ok(None),
+            [file, action] | [file, action, ..] if matches!(*action, "sync" | "datasync") => {
+                Ok(Some(IoRecord {
+                    ts_ns,
+                    op: Op::Flush,
+                    offset_bytes: 0,
+                    len_bytes: 0,
+                    device: file.to_string(),
+                    pid: 0,
+                }))
+            }
+            [file, action, off, len] => {
+                let op = match *action {
+                    "read" => Op::Read,
+                    "write" => Op::Write,
+                    "trim" => Op::Trim,
+                    other => {
+                        return Err(format!(
+                            "action '{other}' is not read, write, trim, sync or datasync"
+                        ))
+                    }
+                };
+                Ok(Some(IoRecord {
+                    ts_ns,
+                    op,
+                    offset_bytes: num(off, "offset")?,
+                    len_bytes: num(len, "length")?,
+                    device: file.to_string(),
+                    pid: 0,
+                }))
+            }
+            _ => Err("expected 'FILE ACTION OFFSET LENGTH' or 'FILE add|open|close'".into()),
+        }
+    }
+}
