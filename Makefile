@@ -86,3 +86,15 @@ clean: ## Remove build outputs, .venv, caches and the demo directory
 	$(CARGO) clean
 	rm -rf $(VENV) .pytest_cache .ruff_cache pcstream-demo python/pcstream/_engine*.so
 	find python tests -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# --- record: the LD_PRELOAD shim, built into the Python package (python/pcstream/_shim/) ---
+SHIM_SO := python/pcstream/_shim/pcshim.so
+SHIM_CFLAGS := -O2 -g -fPIC -shared -fno-omit-frame-pointer -fvisibility=hidden -Wall -Wextra -Werror -Ishim/include
+
+.PHONY: shim
+install: shim
+shim: $(SHIM_SO) ## Build the record shim (C, LD_PRELOAD) into python/pcstream/_shim/
+
+$(SHIM_SO): shim/src/pcshim.c shim/include/pcshim.h | system-deps
+	@mkdir -p $(dir $@)
+	cc $(SHIM_CFLAGS) -o $@ shim/src/pcshim.c -ldl -lpthread

@@ -317,6 +317,19 @@ fn bench_engine(
     .to_string())
 }
 
+/// Convert the shim logs in `logdir` into the file-level trace `out`; returns a JSON summary
+/// (records, writes, processes, signatures, paths, warnings, lost_processes, torn_bytes).
+#[pyfunction]
+fn record_convert(py: Python<'_>, logdir: &str, out: &str, source: &str) -> PyResult<String> {
+    py.allow_threads(|| {
+        let logs = pcstream_trace::shimlog::read_dir(Path::new(logdir))
+            .map_err(|e| InputError::new_err(e.to_string()))?;
+        let s = pcstream_trace::filetrace::write_file_trace(&logs, Path::new(out), source)
+            .map_err(trace_err)?;
+        Ok(serde_json::to_string(&s).expect("a summary serialises"))
+    })
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -333,5 +346,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(gen, m)?)?;
     m.add_function(wrap_pyfunction!(bench_engine, m)?)?;
+    m.add_function(wrap_pyfunction!(record_convert, m)?)?;
     Ok(())
 }

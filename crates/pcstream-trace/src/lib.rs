@@ -3,12 +3,14 @@
 //! through the simulator.
 
 pub mod error;
+pub mod filetrace;
 pub mod format;
 pub mod gen;
 pub mod import;
 pub mod info;
 pub mod reader;
 pub mod run;
+pub mod shimlog;
 pub mod writer;
 
 pub use error::TraceError;

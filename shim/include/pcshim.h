@@ -1,0 +1,83 @@
+/* pcshim: LD_PRELOAD capture of the file writes of an unmodified program, with the program
+ * context (PC signature) of each write. This header is the contract between the shim and the
+ * converter (crates/pcstream-trace/src/shimlog.rs): it documents the files in the log directory.
+ *
+ * Environment (set by `pcstream record`, inherited through fork and exec):
+ *   PCSHIM_DIR     absolute directory for the logs (required; the shim is inert without it)
+ *   PCSHIM_METHOD  fp | scan | unwind | auto (default auto)
+ *   PCSHIM_FRAMES  frames hashed into a signature, 1..64 (default 12)
+ *
+ * Files, per process image (a new pair after fork and after exec), named <pid>.<start_ns>:
+ *   <pid>.<start_ns>.bin  one pcshim_header, then fixed-size pcshim_record, little-endian, appended
+ *                         by whole per-thread buffers with single O_APPEND writes.
+ *   <pid>.<start_ns>.txt  text lines, each appended with one write:
+ *       P <hash:16 hex> <len> <path bytes>\n         a path and its 64-bit hash (records carry the hash)
+ *       S <sig:16 hex> <n>\n                         a signature seen for the first time, then n lines
+ *       F <module:16 hex> <offset:hex> <len> <module path>\n   its frames, innermost first
+ *       W <text>\n                                   a warning (io_uring use, unwind unavailable, ...)
+ *       E <records>\n                                the process image ended cleanly having logged
+ *                                                    <records> records (absent: killed, records lost)
+ */
+#ifndef PCSHIM_H
+#define PCSHIM_H
+
+#include <stdint.h>
+
+#define PCSHIM_MAGIC "PCSHIM01"
+#define PCSHIM_VERSION 1u
+
+enum pcshim_op {
+    PCSHIM_OP_OPEN = 1,       /* fd = new fd, flags = open flags, path */
+    PCSHIM_OP_WRITE = 2,      /* fd, offset, len = bytes written; flags bit 0 = via stdio */
+    PCSHIM_OP_FSYNC = 3,      /* fd */
+    PCSHIM_OP_FDATASYNC = 4,  /* fd */
+    PCSHIM_OP_SYNC_RANGE = 5, /* fd, offset, len, flags = sync_file_range flags */
+    PCSHIM_OP_TRUNCATE = 6,   /* fd (-1 for truncate(path)), offset = new size, path */
+    PCSHIM_OP_PUNCH_HOLE = 7, /* fd, offset, len, flags = fallocate mode */
+    PCSHIM_OP_FALLOCATE = 8,  /* fd, offset, len, flags = fallocate mode */
+    PCSHIM_OP_UNLINK = 9,     /* path */
+    PCSHIM_OP_RENAME = 10,    /* path = old path, aux = hash of the new path */
+    PCSHIM_OP_CLOSE = 11,     /* fd */
+    PCSHIM_OP_FORK = 12,      /* in the parent: offset = child pid */
+    PCSHIM_OP_EXEC = 13,      /* path = program */
+    PCSHIM_OP_EXIT = 14,      /* offset = exit status; flags = 1: status unknown (return from main) */
+};
+
+/* First 32 bytes of every .bin file. */
+struct pcshim_header {
+    char magic[8];        /* "PCSHIM01" */
+    uint32_t version;     /* PCSHIM_VERSION */
+    uint32_t record_size; /* sizeof(struct pcshim_record) = 88 */
+    uint32_t pid;
+    uint32_t ppid;
+    uint32_t frames; /* PCSHIM_FRAMES in effect */
+    uint32_t method; /* 0 fp, 1 scan, 2 unwind, 3 auto */
+};
+
+/* One event: 88 bytes. Only regular files are recorded (pipes, ttys, sockets, devices are not). */
+struct pcshim_record {
+    uint64_t ts_ns;  /* CLOCK_MONOTONIC, comparable across processes */
+    uint64_t offset; /* file offset (see the ops) */
+    uint64_t len;    /* bytes */
+    uint64_t pc;     /* PC signature of the call (0 for events without one) */
+    uint64_t dev;    /* st_dev of the file (0 unknown) */
+    uint64_t ino;    /* st_ino of the file (0 unknown) */
+    uint64_t path;   /* hash of the file's absolute path (0 none), see the P lines */
+    uint64_t aux;    /* rename: hash of the new path */
+    uint32_t pid;
+    uint32_t tid;
+    int32_t fd;
+    uint32_t flags;
+    uint16_t op; /* enum pcshim_op */
+    uint16_t nframes;  /* frames in the signature */
+    uint32_t reserved; /* 0 */
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct pcshim_record) == 88, "record layout");
+#else
+_Static_assert(sizeof(struct pcshim_record) == 88, "record layout");
+_Static_assert(sizeof(struct pcshim_header) == 32, "header layout");
+#endif
+
+#endif
