@@ -194,7 +194,13 @@ impl SsdConfig {
 
     /// Check that the device can work with `write_points` open units at once.
     pub fn validate_for(&self, write_points: u32) -> Result<(), ConfigError> {
-        let data_units = self.units() as i64 - write_points as i64 - self.gc_high_units() as i64;
+        self.validate_with(write_points, self.gc_high_units())
+    }
+
+    /// As `validate_for`, with the GC high watermark the FTL will actually use (raised for GC
+    /// modes with many destinations, `ftl::gc_watermarks`); `Simulator::new` checks this.
+    pub fn validate_with(&self, write_points: u32, gc_high_units: u32) -> Result<(), ConfigError> {
+        let data_units = self.units() as i64 - write_points as i64 - gc_high_units as i64;
         let needed = self.logical_pages().div_ceil(self.unit_pages() as u64) as i64 + 1;
         if data_units < needed {
             return Err(ConfigError::Impossible(format!(
@@ -205,7 +211,7 @@ impl SsdConfig {
                 self.unit_pages(),
                 self.logical_pages(),
                 write_points,
-                self.gc_high_units()
+                gc_high_units
             )));
         }
         Ok(())

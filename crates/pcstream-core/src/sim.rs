@@ -117,7 +117,10 @@ impl Simulator {
                 "{n_wps} write points: at most 255 are supported"
             )));
         }
-        cfg.validate_for(n_wps)?;
+        // Validate with the watermarks the FTL will really use (raised for GC modes with many
+        // destinations): a device that cannot hold its logical space plus that reserve would
+        // otherwise stall GC on a full device.
+        cfg.validate_with(n_wps, crate::ftl::gc_watermarks(cfg, gc_mode, n_wps).1)?;
         let sees = policy.sees();
         let ftl = Ftl::new(cfg, gc_mode, n_wps, false, sees.has(Attrs::DEATH));
         let tick_period = policy.tick_period();

@@ -4,9 +4,34 @@
 
 mod common;
 use common::run;
+use pcstream_core::placement::GcMode;
 use pcstream_core::{Request, SimOptions, Simulator, SsdConfig};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
+
+/// Every policy (`name[+gc_mode][?k=v&k=v]`), with short periods so re-clustering happens.
+const POLICIES: &[&str] = &[
+    "baseline",
+    "baseline+substream",
+    "baseline+single_gc",
+    "hotcold",
+    "oracle",
+    "manual",
+    "fstream?fname_classes=1&extn_classes=2",
+    "autostream-sfr?chunk=4&decay=32",
+    "autostream-sfr?variant=b&chunk=4&decay=32",
+    "autostream-mq?chunk=4",
+    "pcstream-star?period=64&n_min=2",
+    "pcstream?period=64&n_min=2",
+    "pcstream?period=64&n_min=2&substream_policy=high_variance&hv_min_n=2&hv_cv=0.0",
+    "pcstream?period=64&n_min=2&algorithm=agglomerative&pc_assign=first_come&first_come_writes=20",
+    "sepbit",
+    "sepbit?sample=1",
+    "lkstream?chunk=4&window=64",
+    "midas?cold_start=0",
+    "midas?groups=3&cold_start=0",
+    "filestream?period=64",
+];
 
 fn geometry() -> impl Strategy<Value = (u32, u32, u32, u32, f64, u32, bool, u8)> {
     (
@@ -37,7 +62,7 @@ proptest! {
     #[test]
     fn random_operations_keep_the_ftl_consistent(
         g in geometry(),
-        policy in prop::sample::select(vec!["baseline", "baseline+substream", "baseline+single_gc", "hotcold", "oracle"]),
+        policy in prop::sample::select(POLICIES.to_vec()),
         ops in prop::collection::vec((0u8..10, any::<u64>(), 1u32..6), 50..1500),
         prefill in prop::sample::select(vec![0.0, 0.5, 1.0]),
     ) {
@@ -45,15 +70,32 @@ proptest! {
         if policy == "hotcold" && cfg.ftl.host_streams < 2 { return Ok(()) }
         let logical = cfg.logical_pages();
         let mut o = SimOptions { prefill, seed: 1, trace_name: "prop".into(), ..Default::default() };
+        let (policy, params) = policy.split_once('?').unwrap_or((policy, ""));
         let (name, mode) = policy.split_once('+').unwrap_or((policy, ""));
         o.policy = name.into();
         if !mode.is_empty() { o.params.insert("gc_mode".into(), mode.into()); }
+        for kv in params.split('&').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap();
+            o.params.insert(k.into(), v.into());
+        }
         let Ok(sim) = Simulator::new(&cfg, o.clone()) else { return Ok(()) };
+        // Skip devices whose full logical space does not fit beside every open write point and
+        // the GC reserve the FTL really keeps (one free unit per GC destination): GC cannot
+        // make progress there (see `SsdConfig::validate_with`).
+        let (p, mode) = (sim.policy(), o.params.get("gc_mode").and_then(|m| GcMode::parse(m)));
+        let gc_mode = mode.unwrap_or(p.gc_mode());
+        let wps = pcstream_core::ftl::write_points(cfg.ftl.host_streams, gc_mode, p.internal_write_points());
+        if cfg.validate_with(wps, pcstream_core::ftl::gc_watermarks(&cfg, gc_mode, wps).1).is_err() {
+            return Ok(());
+        }
         drop(sim);
         let reqs: Vec<Request> = ops.iter().map(|&(k, x, n)| {
             let lpn = x % logical;
             let n = n.min((logical - lpn) as u32);
-            match k { 0 => Request::trim(lpn, n), 1 => Request::read(lpn, n), _ => Request::write(lpn, n) }
+            // Four program contexts (0 = unknown) and hints, so learned policies take decisions.
+            let w = Request { pc: (x >> 40) % 4, hint: ((x >> 44) % 6) as u8, meta: ((x >> 48) % 6) as u8,
+                              file_class: ((x >> 52) % 4) as u16, file: ((x >> 56) % 5) as u32, ..Request::write(lpn, n) };
+            match k { 0 => Request::trim(lpn, n), 1 => Request::read(lpn, n), _ => w }
         }).collect();
         // Model: the set of live LPNs.
         let mut live: BTreeSet<u64> = (0..(prefill * logical as f64).floor() as u64).collect();
@@ -84,9 +126,13 @@ proptest! {
 
 #[test]
 fn same_input_gives_identical_results() {
-    let cfg = common::device(256, 32, 0.1, "greedy", "block", 8);
+    // OP 0.2: room for 16 write points (substreams) and their GC reserve.
+    let cfg = common::device(256, 32, 0.2, "greedy", "block", 8);
     let logical = cfg.logical_pages();
-    let reqs = common::hotcold(4 * logical, logical, 0.2, 0.8, 9);
+    let reqs: Vec<Request> = common::hotcold(4 * logical, logical, 0.2, 0.8, 9)
+        .into_iter()
+        .map(|r| r.with_pc(1 + r.lpn % 3))
+        .collect();
     let strip = |r: pcstream_core::SimResult| {
         let mut v = serde_json::to_value(&r).unwrap();
         for k in ["wall_s", "host_pages_per_s", "page_ops_per_s"] {
@@ -94,11 +140,20 @@ fn same_input_gives_identical_results() {
         }
         serde_json::to_string(&v).unwrap()
     };
-    for p in ["baseline", "hotcold", "oracle"] {
-        let o = SimOptions {
+    for p in POLICIES {
+        let (name, params) = p.split_once('?').unwrap_or((p, ""));
+        let (name, mode) = name.split_once('+').unwrap_or((name, ""));
+        let mut o = SimOptions {
             timing: true,
-            ..common::opts(p, 0.9, logical)
+            ..common::opts(name, 0.9, logical)
         };
+        if !mode.is_empty() {
+            o.params.insert("gc_mode".into(), mode.into());
+        }
+        for kv in params.split('&').filter(|s| !s.is_empty()) {
+            let (k, v) = kv.split_once('=').unwrap();
+            o.params.insert(k.into(), v.into());
+        }
         let a = strip(run(&cfg, o.clone(), &reqs, false));
         let b = strip(run(&cfg, o, &reqs, false));
         assert_eq!(a, b, "{p} is not deterministic");

@@ -55,8 +55,22 @@ pub fn write_points(host_streams: u32, mode: GcMode, policy_internal: u32) -> u3
         }
 }
 
+/// Free-unit watermarks `(low, high)` the FTL uses: GC may open one unit per destination write
+/// point before its victim is erased, so the configured ones are raised to fit them.
+pub fn gc_watermarks(cfg: &SsdConfig, gc_mode: GcMode, n_wps: u32) -> (u32, u32) {
+    let gc_dests = match gc_mode {
+        GcMode::SameStream => 1,
+        GcMode::Substream => cfg.ftl.host_streams,
+        GcMode::SingleGc => 1,
+        GcMode::Policy => n_wps,
+    };
+    let gc_low = cfg.gc_low_units().max(gc_dests + 1);
+    (gc_low, cfg.gc_high_units().max(gc_low + 1))
+}
+
 impl Ftl {
-    /// Requires: `cfg` validated for `n_wps` write points (`SsdConfig::validate_for`).
+    /// Requires: `cfg` validated for `n_wps` write points and the watermarks of `gc_watermarks`
+    /// (`SsdConfig::validate_with`).
     pub fn new(
         cfg: &SsdConfig,
         gc_mode: GcMode,
@@ -65,15 +79,7 @@ impl Ftl {
         with_death: bool,
     ) -> Ftl {
         let geo = Geometry::new(cfg);
-        // GC may open one unit per destination write point before its victim is erased.
-        let gc_dests = match gc_mode {
-            GcMode::SameStream => 1,
-            GcMode::Substream => cfg.ftl.host_streams,
-            GcMode::SingleGc => 1,
-            GcMode::Policy => n_wps,
-        };
-        let gc_low = cfg.gc_low_units().max(gc_dests + 1);
-        let gc_high = cfg.gc_high_units().max(gc_low + 1);
+        let (gc_low, gc_high) = gc_watermarks(cfg, gc_mode, n_wps);
         Ftl {
             map: Mapping::new(geo.logical_pages, geo.physical_pages, with_death),
             units: Units::new(geo.units, geo.unit_pages, cfg.ftl.gc_victim),

@@ -9,10 +9,20 @@
 //! for tables that persist across runs. A policy only receives the request attributes its
 //! `sees()` declares: the others arrive as zeros.
 
+pub mod autostream_mq;
+pub mod autostream_sfr;
 pub mod baseline;
+pub mod cluster;
+pub mod filestream;
+pub mod fstream;
 pub mod hotcold;
+pub mod lkstream;
+pub mod manual;
+pub mod midas;
 pub mod oracle;
+pub mod pcstream;
 pub mod registry;
+pub mod sepbit;
 
 use std::collections::BTreeMap;
 

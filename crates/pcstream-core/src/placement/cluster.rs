@@ -1,0 +1,255 @@
+//! Deterministic 1-D clustering shared by the learned policies (PCStream, LKStream).
+//!
+//! `kmeans_1d` is the optimal 1-D k-means of Wang & Song (Ckmeans.1d.dp, algorithms.md §9.7
+//! item 5): a dynamic programme over the sorted values, `D[k][i] = min_j D[k−1][j−1] + sse(j, i)`,
+//! ties → smallest `j`. The row recurrence is solved by divide and conquer over `i` (the optimal
+//! `j` is monotone in `i` for this cost, as Ckmeans exploits), so one clustering costs
+//! O(K·P·log P) instead of O(K·P²). `agglomerative_1d` is seed 000's reading (merge the adjacent
+//! pair of groups with the closest means, ties → leftmost). Both return contiguous groups of the
+//! sorted input, numbered by ascending centroid; neither depends on anything but its input.
+
+/// A clustering of sorted values: `labels[i]` is the group of `x[i]` (non-decreasing, `0..k`),
+/// `centroids[g]` the mean of group `g` (ascending).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Clustering {
+    pub labels: Vec<u32>,
+    pub centroids: Vec<f64>,
+}
+
+impl Clustering {
+    fn from_starts(x: &[f64], starts: &[usize]) -> Clustering {
+        let mut labels = vec![0u32; x.len()];
+        let mut centroids = Vec::with_capacity(starts.len());
+        for (g, &s) in starts.iter().enumerate() {
+            let e = starts.get(g + 1).copied().unwrap_or(x.len());
+            debug_assert!(s < e, "empty group");
+            labels[s..e].fill(g as u32);
+            centroids.push(x[s..e].iter().sum::<f64>() / (e - s) as f64);
+        }
+        Clustering { labels, centroids }
+    }
+
+    /// Within-group sum of squared deviations (the k-means objective).
+    pub fn sse(&self, x: &[f64]) -> f64 {
+        x.iter()
+            .zip(&self.labels)
+            .map(|(v, &g)| (v - self.centroids[g as usize]).powi(2))
+            .sum()
+    }
+}
+
+/// Index of the centroid nearest to `x` (ties → the smaller index); `None` if there is none.
+pub fn nearest(centroids: &[f64], x: f64) -> Option<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, &c) in centroids.iter().enumerate() {
+        let d = (x - c).abs();
+        if best.is_none_or(|(_, bd)| d < bd) {
+            best = Some((i, d));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
+/// Starts of the runs of equal values in sorted `x`.
+fn distinct_starts(x: &[f64]) -> Vec<usize> {
+    (0..x.len())
+        .filter(|&i| i == 0 || x[i] != x[i - 1])
+        .collect()
+}
+
+fn check_sorted(x: &[f64]) {
+    debug_assert!(
+        x.windows(2).all(|w| w[0] <= w[1]) && x.iter().all(|v| v.is_finite()),
+        "clustering input must be sorted and finite"
+    );
+}
+
+/// Optimal k-means of sorted, finite `x` into at most `k` groups (one per distinct value when
+/// there are at most `k` of them). Empty input → empty clustering.
+pub fn kmeans_1d(x: &[f64], k: usize) -> Clustering {
+    check_sorted(x);
+    let distinct = distinct_starts(x);
+    if x.is_empty() || k == 0 {
+        return Clustering {
+            labels: Vec::new(),
+            centroids: Vec::new(),
+        };
+    }
+    if distinct.len() <= k {
+        return Clustering::from_starts(x, &distinct);
+    }
+    let p = x.len();
+    // Prefix sums over x shifted by its median: keeps the SSE differences well conditioned.
+    let shift = x[p / 2];
+    let mut s1 = vec![0.0f64; p + 1];
+    let mut s2 = vec![0.0f64; p + 1];
+    for i in 0..p {
+        let v = x[i] - shift;
+        s1[i + 1] = s1[i] + v;
+        s2[i + 1] = s2[i] + v * v;
+    }
+    // sse of x[a..=b] (0-based, inclusive)
+    let sse = |a: usize, b: usize| -> f64 {
+        let n = (b - a + 1) as f64;
+        let s = s1[b + 1] - s1[a];
+        ((s2[b + 1] - s2[a]) - s * s / n).max(0.0)
+    };
+    // d[i] = best cost of x[0..=i] in the current number of groups; arg[g][i] = start of the last
+    // group in that solution.
+    let mut prev: Vec<f64> = (0..p).map(|i| sse(0, i)).collect();
+    let mut arg: Vec<Vec<u32>> = vec![vec![0; p]];
+    for g in 1..k {
+        let mut cur = vec![f64::INFINITY; p];
+        let mut a = vec![0u32; p];
+        // Rows i < g cannot hold g+1 non-empty groups; solve i in g..p with j in g..=i.
+        solve_row(g, p - 1, g, p - 1, &prev, &sse, &mut cur, &mut a);
+        prev = cur;
+        arg.push(a);
+    }
+    // Backtrack the starts of the k groups.
+    let mut starts = vec![0usize; k];
+    let mut end = p - 1;
+    for g in (0..k).rev() {
+        let s = arg[g][end] as usize;
+        starts[g] = s;
+        if g > 0 {
+            end = s - 1;
+        }
+    }
+    debug_assert_eq!(starts[0], 0);
+    Clustering::from_starts(x, &starts)
+}
+
+/// Divide and conquer over rows `lo..=hi`, knowing the optimal split lies in `jlo..=jhi`.
+#[allow(clippy::too_many_arguments)]
+fn solve_row(
+    lo: usize,
+    hi: usize,
+    jlo: usize,
+    jhi: usize,
+    prev: &[f64],
+    sse: &dyn Fn(usize, usize) -> f64,
+    cur: &mut [f64],
+    arg: &mut [u32],
+) {
+    if lo > hi {
+        return;
+    }
+    let i = (lo + hi) / 2;
+    let mut best = f64::INFINITY;
+    let mut bj = jlo;
+    for j in jlo..=jhi.min(i) {
+        let c = prev[j - 1] + sse(j, i);
+        if c < best {
+            best = c;
+            bj = j;
+        }
+    }
+    cur[i] = best;
+    arg[i] = bj as u32;
+    if i > lo {
+        solve_row(lo, i - 1, jlo, bj, prev, sse, cur, arg);
+    }
+    solve_row(i + 1, hi, bj, jhi, prev, sse, cur, arg);
+}
+
+/// Seed 000's agglomerative clustering of sorted `x` into at most `k` groups: start from one
+/// group per distinct value, repeatedly merge the adjacent pair whose (unweighted) means differ
+/// least, ties → leftmost pair. O(P²).
+pub fn agglomerative_1d(x: &[f64], k: usize) -> Clustering {
+    check_sorted(x);
+    if x.is_empty() || k == 0 {
+        return Clustering {
+            labels: Vec::new(),
+            centroids: Vec::new(),
+        };
+    }
+    let mut starts = distinct_starts(x);
+    let mean = |s: usize, e: usize| x[s..e].iter().sum::<f64>() / (e - s) as f64;
+    let mut means: Vec<f64> = (0..starts.len())
+        .map(|g| mean(starts[g], starts.get(g + 1).copied().unwrap_or(x.len())))
+        .collect();
+    while starts.len() > k {
+        let mut best = 0usize;
+        for g in 1..starts.len() - 1 {
+            if means[g + 1] - means[g] < means[best + 1] - means[best] {
+                best = g;
+            }
+        }
+        starts.remove(best + 1);
+        means.remove(best + 1);
+        let e = starts.get(best + 1).copied().unwrap_or(x.len());
+        means[best] = mean(starts[best], e);
+    }
+    Clustering::from_starts(x, &starts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Exhaustive optimum over all contiguous splits (small inputs only).
+    fn brute(x: &[f64], k: usize) -> f64 {
+        fn go(x: &[f64], from: usize, k: usize) -> f64 {
+            let cost = |a: usize, b: usize| {
+                let m = x[a..b].iter().sum::<f64>() / (b - a) as f64;
+                x[a..b].iter().map(|v| (v - m).powi(2)).sum::<f64>()
+            };
+            if k == 1 {
+                return cost(from, x.len());
+            }
+            (from + 1..=x.len() - (k - 1))
+                .map(|s| cost(from, s) + go(x, s, k - 1))
+                .fold(f64::INFINITY, f64::min)
+        }
+        go(x, 0, k)
+    }
+
+    #[test]
+    fn dp_matches_exhaustive_search() {
+        let mut seed = 12345u64;
+        for case in 0..200 {
+            let p = 3 + case % 9;
+            let mut x: Vec<f64> = (0..p)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((seed >> 33) % 40) as f64 / 4.0
+                })
+                .collect();
+            x.sort_by(f64::total_cmp);
+            let distinct = distinct_starts(&x).len();
+            for k in 1..=4 {
+                let c = kmeans_1d(&x, k);
+                assert_eq!(c.centroids.len(), k.min(distinct));
+                assert!(c.centroids.windows(2).all(|w| w[0] < w[1]));
+                if distinct > k {
+                    let b = brute(&x, k);
+                    assert!(
+                        (c.sse(&x) - b).abs() < 1e-9,
+                        "{x:?} k={k}: {} vs {b}",
+                        c.sse(&x)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn obvious_groups_are_found_by_both() {
+        let x = [1.0, 1.1, 1.2, 5.0, 5.1, 9.0, 9.3, 9.4];
+        for c in [kmeans_1d(&x, 3), agglomerative_1d(&x, 3)] {
+            assert_eq!(c.labels, vec![0, 0, 0, 1, 1, 2, 2, 2]);
+        }
+        // Fewer distinct values than groups: one group per value.
+        let c = kmeans_1d(&[2.0, 2.0, 3.0], 5);
+        assert_eq!(c.labels, vec![0, 0, 1]);
+        assert_eq!(nearest(&c.centroids, 2.6), Some(1));
+        assert_eq!(
+            nearest(&[1.0, 3.0], 2.0),
+            Some(0),
+            "ties go to the smaller index"
+        );
+    }
+}

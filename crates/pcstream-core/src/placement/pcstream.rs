@@ -1,0 +1,457 @@
+//! # pcstream-star / pcstream — program-context streams (one file, two registry names)
+//!
+//! What it does: learns each program context's (PC's) average data lifetime from overwrite/TRIM
+//! feedback and clusters the PCs by log2 lifetime into the host streams 1..N−1 every `R` host
+//! pages; stream 0 holds writes of PCs with fewer than `n_min` completed lifetimes (and of PC 0).
+//! A PC that becomes known between reclusterings joins the nearest centroid. `pcstream-star`
+//! leaves GC copies in their stream (`same_stream`); `pcstream` adds internal substreams: with
+//! `substream_policy=all` (default) every stream's GC survivors go to its substream (the FTL's
+//! `substream` mode), with `high_variance` only the streams holding a high-variance PC (n ≥ 32,
+//! CV > 1), ranked by those PCs' pages since the last reclustering, at most `M` of them; then the
+//! policy places GC copies itself into internal write points `host_streams + s`.
+//! Source: PCStream, HotStorage'18 draft (seed 000) and its FAST'19 evaluation (seed 001);
+//! algorithms.md §9.
+//! What it sees: PC, lifetime feedback (old version's write time and PC); `high_variance` also
+//! the GC victim's write point.
+//! State: per PC one `PcEntry` (56 B) + its hash index slot; K centroids. The per-page write
+//! time/PC the feedback needs are the simulator's page metadata (13 B per physical page).
+//! Persistent table: `save_state`/`load_state` as JSON (signatures as decimal strings, lifetime
+//! stats, stream ids, centroids); loading reclusters at once.
+//! Parameters: `n_min` (16), `period` (R = 262144 pages), `algorithm` = `dp` (optimal 1-D
+//! k-means, default) | `agglomerative` (seed 000), `scale` = `log2` (default) | `raw`,
+//! `stat_decay` (false: halve n, Σℓ, Σℓ² at each reclustering when true), `pc_assign` =
+//! `lifetime` (default) | `first_come` (the bdbm prototype: a PC seen more than
+//! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:
+//! `substream_policy` = `all` | `high_variance`, `substreams` (M = 2), `hv_min_n` (32),
+//! `hv_cv` (1.0).
+//! Deviations: the PC table is unbounded (no LRU eviction); lifetime statistics are cumulative
+//! (unless `stat_decay`); never-invalidated data contribute nothing (right-censoring, as in the
+//! paper); PC 0 (unknown context) always goes to stream 0.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::cluster::{agglomerative_1d, kmeans_1d, nearest};
+use super::{Attrs, GcMode, Invalidation, PageInfo, Placement, PolicyCtx, RequestInfo, WriteInfo};
+use crate::error::SimError;
+use crate::units::{LogicalTime, StreamId};
+
+/// One PC-stream table entry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct PcEntry {
+    #[serde(with = "sig_string")]
+    sig: u64,
+    /// Completed lifetimes.
+    n: u64,
+    /// Σℓ and Σℓ² in host pages.
+    sum_l: u64,
+    sum_l2: f64,
+    stream: u8,
+    /// Placed by the last clustering or by nearest centroid since (else stream 0).
+    #[serde(skip)]
+    clustered: bool,
+    /// Host pages written by this PC (all time, and since the last reclustering).
+    #[serde(skip)]
+    writes: u64,
+    #[serde(skip)]
+    recent_pages: u64,
+}
+
+mod sig_string {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_string())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl PcEntry {
+    fn mean(&self) -> f64 {
+        self.sum_l as f64 / self.n as f64
+    }
+    /// Coefficient of variation of the lifetimes (0 if undefined).
+    fn cv(&self) -> f64 {
+        if self.n == 0 || self.sum_l == 0 {
+            return 0.0;
+        }
+        let m = self.mean();
+        let var = (self.sum_l2 / self.n as f64 - m * m).max(0.0);
+        var.sqrt() / m
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedTable {
+    format: u32,
+    policy: String,
+    centroids: Vec<f64>,
+    pcs: Vec<PcEntry>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Substreams {
+    None,
+    All,
+    HighVariance,
+}
+
+pub struct PcStream {
+    // Fixed at construction.
+    name: &'static str,
+    host_streams: u32,
+    n_min: u64,
+    period: u64,
+    agglomerative: bool,
+    log2: bool,
+    stat_decay: bool,
+    first_come: Option<u64>,
+    substreams: Substreams,
+    max_substreams: usize,
+    hv_min_n: u64,
+    hv_cv: f64,
+    // Learned.
+    index: HashMap<u64, u32>,
+    pcs: Vec<PcEntry>,
+    centroids: Vec<f64>,
+    /// `high_variance`: which host streams currently send GC copies to their substream.
+    sub: Vec<bool>,
+    next_free: u8,
+    /// Table entry of the current request's PC (looked up once in `on_request`).
+    req_entry: Option<usize>,
+    reclusterings: u64,
+}
+
+impl PcStream {
+    /// `full`: `pcstream` (substreams) rather than `pcstream-star`.
+    pub fn new(ctx: &mut PolicyCtx, full: bool) -> Result<PcStream, SimError> {
+        if ctx.host_streams < 2 {
+            return Err(SimError::BadParam(
+                "pcstream needs at least 2 host streams (stream 0 is for unknown PCs)".into(),
+            ));
+        }
+        let n_min: u64 = ctx.param("n_min", 16)?;
+        let period: u64 = ctx.param("period", 262_144)?;
+        let algorithm: String = ctx.param("algorithm", "dp".to_string())?;
+        let scale: String = ctx.param("scale", "log2".to_string())?;
+        let stat_decay: bool = ctx.param("stat_decay", false)?;
+        let assign: String = ctx.param("pc_assign", "lifetime".to_string())?;
+        let first_come_writes: u64 = ctx.param("first_come_writes", 1000)?;
+        let (substreams, max_substreams, hv_min_n, hv_cv) = if full {
+            let p: String = ctx.param("substream_policy", "all".to_string())?;
+            let s = match p.as_str() {
+                "all" => Substreams::All,
+                "high_variance" => Substreams::HighVariance,
+                o => {
+                    return Err(SimError::BadParam(format!(
+                        "substream_policy={o}: use all or high_variance"
+                    )))
+                }
+            };
+            (
+                s,
+                ctx.param("substreams", 2usize)?,
+                ctx.param("hv_min_n", 32u64)?,
+                ctx.param("hv_cv", 1.0f64)?,
+            )
+        } else {
+            (Substreams::None, 0, 0, 0.0)
+        };
+        if n_min == 0 || period == 0 {
+            return Err(SimError::BadParam("n_min and period must be ≥ 1".into()));
+        }
+        let agglomerative = match algorithm.as_str() {
+            "dp" => false,
+            "agglomerative" => true,
+            o => {
+                return Err(SimError::BadParam(format!(
+                    "algorithm={o}: use dp or agglomerative"
+                )))
+            }
+        };
+        let log2 = match scale.as_str() {
+            "log2" => true,
+            "raw" => false,
+            o => return Err(SimError::BadParam(format!("scale={o}: use log2 or raw"))),
+        };
+        let first_come = match assign.as_str() {
+            "lifetime" => None,
+            "first_come" => Some(first_come_writes),
+            o => {
+                return Err(SimError::BadParam(format!(
+                    "pc_assign={o}: use lifetime or first_come"
+                )))
+            }
+        };
+        Ok(PcStream {
+            name: if full { "pcstream" } else { "pcstream-star" },
+            host_streams: ctx.host_streams,
+            n_min,
+            period,
+            agglomerative,
+            log2,
+            stat_decay,
+            first_come,
+            substreams,
+            max_substreams,
+            hv_min_n,
+            hv_cv,
+            index: HashMap::new(),
+            pcs: Vec::new(),
+            centroids: Vec::new(),
+            sub: vec![false; ctx.host_streams as usize],
+            next_free: 1,
+            req_entry: None,
+            reclusterings: 0,
+        })
+    }
+
+    fn scaled(&self, e: &PcEntry) -> f64 {
+        let m = e.mean().max(1.0);
+        if self.log2 {
+            m.log2()
+        } else {
+            m
+        }
+    }
+
+    fn entry(&mut self, sig: u64) -> usize {
+        let next = self.pcs.len() as u32;
+        let i = *self.index.entry(sig).or_insert(next);
+        if i == next {
+            self.pcs.push(PcEntry {
+                sig,
+                n: 0,
+                sum_l: 0,
+                sum_l2: 0.0,
+                stream: 0,
+                clustered: false,
+                writes: 0,
+                recent_pages: 0,
+            });
+        }
+        i as usize
+    }
+
+    /// Stream currently assigned to PC `sig` (0 if unknown); for tests and reports.
+    pub fn stream_of(&self, sig: u64) -> StreamId {
+        self.index
+            .get(&sig)
+            .map_or(StreamId(0), |&i| StreamId(self.pcs[i as usize].stream))
+    }
+
+    /// Host streams whose GC copies currently go to a substream (`high_variance`).
+    pub fn substreamed(&self) -> Vec<u8> {
+        (0..self.sub.len() as u8)
+            .filter(|&s| self.sub[s as usize])
+            .collect()
+    }
+
+    pub fn reclusterings(&self) -> u64 {
+        self.reclusterings
+    }
+
+    /// Re-cluster every PC with at least `n_min` lifetimes into streams 1..N−1.
+    fn recluster(&mut self) {
+        self.reclusterings += 1;
+        if self.first_come.is_some() {
+            return;
+        }
+        let k = (self.host_streams - 1) as usize;
+        // Sort by (value, signature): the order, hence the result, is independent of the hash map.
+        let mut known: Vec<(f64, u64, usize)> = self
+            .pcs
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.n >= self.n_min)
+            .map(|(i, e)| (self.scaled(e), e.sig, i))
+            .collect();
+        known.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let x: Vec<f64> = known.iter().map(|k| k.0).collect();
+        let c = if self.agglomerative {
+            agglomerative_1d(&x, k)
+        } else {
+            kmeans_1d(&x, k)
+        };
+        for e in &mut self.pcs {
+            e.clustered = false;
+            e.stream = 0;
+        }
+        for (&(_, _, i), &g) in known.iter().zip(&c.labels) {
+            let e = &mut self.pcs[i];
+            e.stream = g as u8 + 1;
+            e.clustered = true;
+        }
+        self.centroids = c.centroids;
+        if self.substreams == Substreams::HighVariance {
+            // Pages of high-variance PCs per stream since the last reclustering.
+            let mut pages = vec![0u64; self.host_streams as usize];
+            for e in &self.pcs {
+                if e.stream > 0 && e.n >= self.hv_min_n && e.cv() > self.hv_cv {
+                    pages[e.stream as usize] += e.recent_pages;
+                }
+            }
+            let mut ranked: Vec<usize> = (0..pages.len()).filter(|&s| pages[s] > 0).collect();
+            ranked.sort_by(|&a, &b| pages[b].cmp(&pages[a]).then(a.cmp(&b)));
+            ranked.truncate(self.max_substreams);
+            self.sub.fill(false);
+            for s in ranked {
+                self.sub[s] = true;
+            }
+        }
+        for e in &mut self.pcs {
+            e.recent_pages = 0;
+            if self.stat_decay {
+                e.n /= 2;
+                e.sum_l /= 2;
+                e.sum_l2 /= 2.0;
+            }
+        }
+    }
+
+    /// Stream of one page written by table entry `i` (`None`: PC 0).
+    fn decide(&mut self, i: Option<usize>) -> StreamId {
+        let Some(i) = i else {
+            return StreamId(0);
+        };
+        let e = &mut self.pcs[i];
+        e.writes += 1;
+        e.recent_pages += 1;
+        if let Some(threshold) = self.first_come {
+            if e.stream == 0 && e.writes > threshold && (self.next_free as u32) < self.host_streams
+            {
+                e.stream = self.next_free;
+                self.next_free += 1;
+            }
+            return StreamId(e.stream);
+        }
+        if e.n < self.n_min {
+            return StreamId(0);
+        }
+        if !e.clustered {
+            // Known since the last reclustering: join the nearest centroid (if any).
+            let x = if self.log2 {
+                e.mean().max(1.0).log2()
+            } else {
+                e.mean().max(1.0)
+            };
+            if let Some(g) = nearest(&self.centroids, x) {
+                e.stream = g as u8 + 1;
+                e.clustered = true;
+            }
+        }
+        StreamId(e.stream)
+    }
+}
+
+impl Placement for PcStream {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn sees(&self) -> Attrs {
+        let a = Attrs::PC.union(Attrs::LIFETIME);
+        if self.substreams == Substreams::HighVariance {
+            a.union(Attrs::GC_INFO)
+        } else {
+            a
+        }
+    }
+    fn gc_mode(&self) -> GcMode {
+        match self.substreams {
+            Substreams::None => GcMode::SameStream,
+            Substreams::All => GcMode::Substream,
+            Substreams::HighVariance => GcMode::Policy,
+        }
+    }
+    fn internal_write_points(&self) -> u32 {
+        if self.substreams == Substreams::HighVariance {
+            self.host_streams
+        } else {
+            0
+        }
+    }
+    fn on_request(&mut self, req: &RequestInfo, _now: LogicalTime) {
+        // One table lookup per request: every page of a request has the same PC.
+        self.req_entry = (req.pc.0 != 0).then(|| self.entry(req.pc.0));
+    }
+    fn on_write(&mut self, _w: &WriteInfo, _now: LogicalTime) -> StreamId {
+        let s = self.decide(self.req_entry);
+        debug_assert!((s.0 as u32) < self.host_streams);
+        s
+    }
+    fn on_invalidate(&mut self, inv: &Invalidation) {
+        let (Some(l), sig) = (inv.lifetime(), inv.pc.0) else {
+            return;
+        };
+        if sig == 0 {
+            return;
+        }
+        if let Some(&i) = self.index.get(&sig) {
+            let e = &mut self.pcs[i as usize];
+            e.n += 1;
+            e.sum_l = e.sum_l.saturating_add(l);
+            e.sum_l2 += (l as f64) * (l as f64);
+        }
+    }
+    fn gc_destination(&mut self, p: &PageInfo, _now: LogicalTime) -> StreamId {
+        let hs = self.host_streams as u8;
+        // Substream blocks keep their survivors; a main stream's go to its substream if selected.
+        if p.victim_wp < hs && self.sub[p.victim_wp as usize] {
+            StreamId(hs + p.victim_wp)
+        } else {
+            StreamId(p.victim_wp)
+        }
+    }
+    fn tick_period(&self) -> Option<u64> {
+        Some(self.period)
+    }
+    fn tick(&mut self, _now: LogicalTime) {
+        self.recluster();
+    }
+    fn save_state(&self) -> Option<String> {
+        let mut pcs = self.pcs.clone();
+        pcs.sort_by_key(|e| e.sig);
+        let t = SavedTable {
+            format: 1,
+            policy: self.name.to_string(),
+            centroids: self.centroids.clone(),
+            pcs,
+        };
+        Some(serde_json::to_string(&t).expect("the PC table serialises"))
+    }
+    fn load_state(&mut self, state: &str) -> Result<(), SimError> {
+        let t: SavedTable = serde_json::from_str(state)
+            .map_err(|e| SimError::BadParam(format!("PC-stream table: {e}")))?;
+        if t.format != 1 {
+            return Err(SimError::BadParam(format!(
+                "PC-stream table: format {} (this build reads 1)",
+                t.format
+            )));
+        }
+        self.index.clear();
+        self.pcs.clear();
+        for mut e in t.pcs {
+            if (e.stream as u32) >= self.host_streams {
+                e.stream = 0;
+            }
+            let i = self.entry(e.sig);
+            let writes = self.pcs[i].writes;
+            self.pcs[i] = PcEntry { writes, ..e };
+        }
+        self.centroids = t.centroids;
+        // A loaded table is re-clustered at once (the device may have another stream count).
+        self.recluster();
+        self.reclusterings = 0;
+        Ok(())
+    }
+    fn state_bytes(&self) -> usize {
+        // Entries + hash index slots (key, value) + centroids.
+        self.pcs.capacity() * std::mem::size_of::<PcEntry>()
+            + self.index.capacity() * (8 + 4)
+            + self.centroids.len() * 8
+            + self.sub.len()
+    }
+}
