@@ -45,7 +45,8 @@ pub struct BlockTraceReader {
     row: u64,
 }
 
-fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, TraceError> {
+/// Open an input file with one-line errors: missing, unreadable, or a directory.
+pub(crate) fn open_input(path: &Path) -> Result<File, TraceError> {
     let label = path.display().to_string();
     let f = File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => TraceError::Missing {
@@ -59,9 +60,15 @@ fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Tr
     if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(TraceError::Io {
             path: label,
-            why: "is a directory, not a trace file; give the .parquet file".into(),
+            why: "is a directory, not a trace file; give the file itself".into(),
         });
     }
+    Ok(f)
+}
+
+fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, TraceError> {
+    let label = path.display().to_string();
+    let f = open_input(path)?;
     ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| TraceError::NotParquet {
         path: label,
         why: one_line(e),

@@ -13,7 +13,6 @@ pub mod mqsim;
 pub mod msr;
 pub mod tencent;
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -86,15 +85,7 @@ pub struct ImportReport {
 /// Open `path`, decompressing `.gz` and `.zst` by extension.
 pub fn open_text(path: &Path) -> Result<Box<dyn BufRead>, TraceError> {
     let label = path.display().to_string();
-    let f = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => TraceError::Missing {
-            path: label.clone(),
-        },
-        _ => TraceError::Io {
-            path: label.clone(),
-            why: e.to_string(),
-        },
-    })?;
+    let f = crate::reader::open_input(path)?;
     let name = label.to_ascii_lowercase();
     let r: Box<dyn Read> = if name.ends_with(".gz") {
         Box::new(flate2::read::MultiGzDecoder::new(f))
