@@ -120,9 +120,10 @@ impl Simulator {
         // Validate with the watermarks the FTL will really use (raised for GC modes with many
         // destinations): a device that cannot hold its logical space plus that reserve would
         // otherwise stall GC on a full device.
-        cfg.validate_with(n_wps, crate::ftl::gc_watermarks(cfg, gc_mode, n_wps).1)?;
+        let fanout = policy.gc_fanout().unwrap_or(n_wps).clamp(1, n_wps);
+        cfg.validate_with(n_wps, crate::ftl::gc_watermarks(cfg, gc_mode, fanout).1)?;
         let sees = policy.sees();
-        let ftl = Ftl::new(cfg, gc_mode, n_wps, false, sees.has(Attrs::DEATH));
+        let ftl = Ftl::new(cfg, gc_mode, n_wps, fanout, false, sees.has(Attrs::DEATH));
         let tick_period = policy.tick_period();
         let logical_pages = cfg.logical_pages();
         Ok(Simulator {
@@ -415,6 +416,16 @@ impl Simulator {
             .map
             .lookup(Lpn(lpn))
             .map(|p| self.ftl.map.page_stream(p).0)
+    }
+
+    /// Write point (host stream, substream or policy class) of the unit holding an LPN (tests).
+    pub fn mapped_write_point(&self, lpn: u64) -> Option<u8> {
+        use crate::ftl::units::UnitState;
+        let p = self.ftl.map.lookup(Lpn(lpn))?;
+        match self.ftl.units.state[self.ftl.geo.unit_of(p).0 as usize] {
+            UnitState::Open(w) | UnitState::Sealed(w) | UnitState::Collecting(w) => Some(w),
+            UnitState::Free => None,
+        }
     }
 
     pub fn gc_pages_total(&self) -> u64 {

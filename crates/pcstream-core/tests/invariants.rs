@@ -85,7 +85,8 @@ proptest! {
         let (p, mode) = (sim.policy(), o.params.get("gc_mode").and_then(|m| GcMode::parse(m)));
         let gc_mode = mode.unwrap_or(p.gc_mode());
         let wps = pcstream_core::ftl::write_points(cfg.ftl.host_streams, gc_mode, p.internal_write_points());
-        if cfg.validate_with(wps, pcstream_core::ftl::gc_watermarks(&cfg, gc_mode, wps).1).is_err() {
+        let fanout = p.gc_fanout().unwrap_or(wps).clamp(1, wps);
+        if cfg.validate_with(wps, pcstream_core::ftl::gc_watermarks(&cfg, gc_mode, fanout).1).is_err() {
             return Ok(());
         }
         drop(sim);

@@ -225,7 +225,7 @@ fn unknown_kind_and_bad_params() {
     .unwrap_err();
     assert!(
         e.to_string()
-            .contains("neither a preset (rocksdb-like, hotcold-files)"),
+            .contains("neither a preset (rocksdb-like, hotcold-files, append-only)"),
         "{e}"
     );
     let dir = tempfile::tempdir().unwrap();

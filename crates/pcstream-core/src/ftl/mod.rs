@@ -56,13 +56,15 @@ pub fn write_points(host_streams: u32, mode: GcMode, policy_internal: u32) -> u3
 }
 
 /// Free-unit watermarks `(low, high)` the FTL uses: GC may open one unit per destination write
-/// point before its victim is erased, so the configured ones are raised to fit them.
-pub fn gc_watermarks(cfg: &SsdConfig, gc_mode: GcMode, n_wps: u32) -> (u32, u32) {
+/// point of one victim before that victim is erased, so the configured ones are raised to fit
+/// them. A victim's copies (at most one unit of pages) go to one write point in every mode but
+/// `Policy`, so they need at most one new unit; in `Policy` mode to at most `policy_fanout`.
+pub fn gc_watermarks(cfg: &SsdConfig, gc_mode: GcMode, policy_fanout: u32) -> (u32, u32) {
     let gc_dests = match gc_mode {
         GcMode::SameStream => 1,
-        GcMode::Substream => cfg.ftl.host_streams,
+        GcMode::Substream => 1,
         GcMode::SingleGc => 1,
-        GcMode::Policy => n_wps,
+        GcMode::Policy => policy_fanout,
     };
     let gc_low = cfg.gc_low_units().max(gc_dests + 1);
     (gc_low, cfg.gc_high_units().max(gc_low + 1))
@@ -75,11 +77,12 @@ impl Ftl {
         cfg: &SsdConfig,
         gc_mode: GcMode,
         n_wps: u32,
+        policy_fanout: u32,
         timing: bool,
         with_death: bool,
     ) -> Ftl {
         let geo = Geometry::new(cfg);
-        let (gc_low, gc_high) = gc_watermarks(cfg, gc_mode, n_wps);
+        let (gc_low, gc_high) = gc_watermarks(cfg, gc_mode, policy_fanout);
         Ftl {
             map: Mapping::new(geo.logical_pages, geo.physical_pages, with_death),
             units: Units::new(geo.units, geo.unit_pages, cfg.ftl.gc_victim),

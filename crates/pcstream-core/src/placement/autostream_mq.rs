@@ -10,11 +10,17 @@
 //! What it sees: LPN, request length.
 //! State: per chunk count (u32), last access and expiry (u64 each), queue (u8) and the two LRU
 //! links (u32 each): 29 B/chunk; per queue head/tail.
-//! Parameters: `chunk` (256 pages), `log_base` (`e`).
-//! Deviations: time is logical time in host pages (the re-implementation counts chunk touches);
-//! a demotion updates the chunk's queue id (the re-implementation forgets to, so it never
-//! affects placement there); no demotion while `dev_lifetime` is 0 (start-up); the emulator's
-//! Variant B (log10, queues 1..N, no demotion of queues 1–2) is not implemented.
+//! Parameters: `variant` = `a` (default) | `b`, `chunk` (A: 256 pages, B: 512), `log_base`
+//! (A: `e`, B: 10).
+//! Variant B (the bdbm emulator's MQ path, algorithms.md §4.9): time counts request touches
+//! (`dev_total`); only the request's first chunk is looked up; queues = streams 1..N−2, a new
+//! chunk starts in queue 1; `qid = floor(log_b count) + 1` moves the chunk to the tail of queue
+//! `qid` only when it changes (an unchanged chunk keeps its LRU position); the request is placed
+//! in the queue the chunk had BEFORE this touch; after every touch the expired LRU heads of
+//! queues N−2 … 3 drop one queue (queues 1 and 2 never do); no count decay.
+//! Deviations (A): time is logical time in host pages (the re-implementation counts chunk
+//! touches); a demotion updates the chunk's queue id (the re-implementation forgets to, so it
+//! never affects placement there); no demotion while `dev_lifetime` is 0 (start-up).
 
 use super::autostream_sfr::log_class;
 use super::autostream_sfr::parse_base;
@@ -44,6 +50,10 @@ pub struct AutoStreamMq {
     dev_max: u32,
     dev_lifetime: u64,
     hottest: u32,
+    /// Variant B: touches so far, and the stream of the current request.
+    variant_b: bool,
+    dev_total: u64,
+    req_stream: StreamId,
 }
 
 impl AutoStreamMq {
@@ -53,13 +63,26 @@ impl AutoStreamMq {
                 "autostream-mq needs at least 2 host streams (N−1 is the GC stream)".into(),
             ));
         }
-        let chunk_pages: u64 = ctx.param("chunk", 256)?;
-        let base: String = ctx.param("log_base", "e".to_string())?;
+        let variant: String = ctx.param("variant", "a".to_string())?;
+        let variant_b = match variant.as_str() {
+            "a" => false,
+            "b" => true,
+            o => return Err(SimError::BadParam(format!("variant={o}: use a or b"))),
+        };
+        if variant_b && ctx.host_streams < 3 {
+            return Err(SimError::BadParam(
+                "autostream-mq variant b needs at least 3 host streams (queues 1..N−2, GC N−1)"
+                    .into(),
+            ));
+        }
+        let chunk_pages: u64 = ctx.param("chunk", if variant_b { 512 } else { 256 })?;
+        let base: String = ctx.param("log_base", if variant_b { "10" } else { "e" }.to_string())?;
         if chunk_pages == 0 {
             return Err(SimError::BadParam("chunk must be ≥ 1".into()));
         }
         let chunks = ctx.logical_pages.div_ceil(chunk_pages) as usize;
         assert!(chunks < NIL as usize);
+        // A: queues 0..N−2. B: queues 1..N−2 (index 0 unused).
         let queues = (ctx.host_streams - 1) as usize;
         Ok(AutoStreamMq {
             chunk_pages,
@@ -77,6 +100,9 @@ impl AutoStreamMq {
             dev_max: 0,
             dev_lifetime: 0,
             hottest: NIL,
+            variant_b,
+            dev_total: 0,
+            req_stream: StreamId(0),
         })
     }
 
@@ -157,6 +183,43 @@ impl AutoStreamMq {
         }
     }
 
+    /// Variant B: one touch of chunk `c`; returns the chunk's queue before it.
+    fn touch_b(&mut self, c: u32) -> u8 {
+        let ci = c as usize;
+        let top = self.queues - 1; // highest queue = stream N−2
+        self.dev_total += 1;
+        let t = self.dev_total;
+        let before = if self.count[ci] == 0 {
+            self.push_mru(c, 1);
+            1
+        } else {
+            self.queue[ci]
+        };
+        self.count[ci] = self.count[ci].saturating_add(1);
+        if self.count[ci] > self.dev_max {
+            self.dev_lifetime = t - self.last[ci];
+            self.dev_max = self.count[ci];
+            self.hottest = c;
+        }
+        self.last[ci] = t;
+        self.expire[ci] = t + self.dev_lifetime;
+        let qid =
+            (log_class(self.count[ci] as u64, self.log_base, top as u32) as usize + 1).min(top);
+        if qid != self.queue[ci] as usize {
+            self.unlink(c);
+            self.push_mru(c, qid);
+        }
+        for q in (3..=top).rev() {
+            let h = self.head[q];
+            if h != NIL && self.expire[h as usize] < t {
+                self.unlink(h);
+                self.push_mru(h, q - 1);
+                self.expire[h as usize] = t + self.dev_lifetime;
+            }
+        }
+        before
+    }
+
     /// Queue (= stream) of the chunk holding `lpn`.
     pub fn queue_of(&self, lpn: u64) -> u8 {
         self.queue[(lpn / self.chunk_pages) as usize]
@@ -174,6 +237,11 @@ impl Placement for AutoStreamMq {
         GcMode::Policy
     }
     fn on_request(&mut self, req: &RequestInfo, now: LogicalTime) {
+        if self.variant_b {
+            let c = (req.lpn.0 / self.chunk_pages) as u32;
+            self.req_stream = StreamId(self.touch_b(c));
+            return;
+        }
         let lba = req.lpn.0;
         let pages = req.pages.max(1) as u64;
         let (first, last) = (lba / self.chunk_pages, (lba + pages - 1) / self.chunk_pages);
@@ -185,10 +253,16 @@ impl Placement for AutoStreamMq {
         }
     }
     fn on_write(&mut self, w: &WriteInfo, _now: LogicalTime) -> StreamId {
+        if self.variant_b {
+            return self.req_stream;
+        }
         StreamId(self.queue[(w.lpn.0 / self.chunk_pages) as usize])
     }
     fn gc_destination(&mut self, _p: &PageInfo, _now: LogicalTime) -> StreamId {
         self.gc_stream
+    }
+    fn gc_fanout(&self) -> Option<u32> {
+        Some(1) // every GC copy goes to the one GC stream
     }
     fn state_bytes(&self) -> usize {
         self.count.len() * (4 + 8 + 8 + 1 + 4 + 4) + self.head.len() * 8

@@ -215,6 +215,9 @@ impl Placement for AutoStreamSfr {
     fn gc_destination(&mut self, _p: &PageInfo, _now: LogicalTime) -> StreamId {
         self.gc_stream
     }
+    fn gc_fanout(&self) -> Option<u32> {
+        Some(1) // every GC copy goes to the one GC stream
+    }
     fn state_bytes(&self) -> usize {
         self.count.len() * (4 + 8 + 1)
     }

@@ -242,6 +242,12 @@ pub trait Placement: Send {
     fn internal_write_points(&self) -> u32 {
         0
     }
+    /// `GcMode::Policy`: how many write points the GC copies of one victim may go to (`None`:
+    /// any). The FTL keeps one free unit per such destination in reserve, so a policy that
+    /// sends each victim's copies to a single place should say so.
+    fn gc_fanout(&self) -> Option<u32> {
+        None
+    }
     fn on_request(&mut self, _req: &RequestInfo, _now: LogicalTime) {}
     /// Host stream (or, for `GcMode::Policy` policies, write point) of one host page.
     fn on_write(&mut self, w: &WriteInfo, now: LogicalTime) -> StreamId;

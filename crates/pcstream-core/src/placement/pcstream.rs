@@ -5,10 +5,13 @@
 //! pages; stream 0 holds writes of PCs with fewer than `n_min` completed lifetimes (and of PC 0).
 //! A PC that becomes known between reclusterings joins the nearest centroid. `pcstream-star`
 //! leaves GC copies in their stream (`same_stream`); `pcstream` adds internal substreams: with
-//! `substream_policy=all` (default) every stream's GC survivors go to its substream (the FTL's
-//! `substream` mode), with `high_variance` only the streams holding a high-variance PC (n ≥ 32,
-//! CV > 1), ranked by those PCs' pages since the last reclustering, at most `M` of them; then the
-//! policy places GC copies itself into internal write points `host_streams + s`.
+//! `substream_policy=high_variance` (default) only the streams holding a high-variance PC
+//! (n ≥ 32, CV > 1), ranked by those PCs' pages since the last reclustering, at most `M` of
+//! them, send GC survivors to a substream: the policy places GC copies itself into internal
+//! write points `host_streams + slot` (M slots; a stream keeps its slot while it stays
+//! selected; a victim's copies all go to one place, so the GC reserve is one unit). With `all`
+//! every stream's survivors go to its own substream (the FTL's `substream` mode, N more open
+//! units), which costs space where lifetimes do not vary (memoryless overwrites).
 //! Source: PCStream, HotStorage'18 draft (seed 000) and its FAST'19 evaluation (seed 001);
 //! algorithms.md §9.
 //! What it sees: PC, lifetime feedback (old version's write time and PC); `high_variance` also
@@ -17,14 +20,17 @@
 //! time/PC the feedback needs are the simulator's page metadata (13 B per physical page).
 //! Persistent table: `save_state`/`load_state` as JSON (signatures as decimal strings, lifetime
 //! stats, stream ids, centroids); loading reclusters at once.
-//! Parameters: `n_min` (16), `period` (R = 262144 pages), `algorithm` = `dp` (optimal 1-D
+//! Parameters: `n_min` (16), `period` (R = 262144 pages; the first clustering happens at the
+//! first check, every R/16 pages, where some PC has `n_min` lifetimes), `max_pcs` (PC-table
+//! capacity, 2^20 entries; 0 = unbounded; a full table evicts by CLOCK, an O(1) LRU
+//! approximation), `algorithm` = `dp` (optimal 1-D
 //! k-means, default) | `agglomerative` (seed 000), `scale` = `log2` (default) | `raw`,
 //! `stat_decay` (false: halve n, Σℓ, Σℓ² at each reclustering when true), `pc_assign` =
 //! `lifetime` (default) | `first_come` (the bdbm prototype: a PC seen more than
 //! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:
-//! `substream_policy` = `all` | `high_variance`, `substreams` (M = 2), `hv_min_n` (32),
+//! `substream_policy` = `high_variance` | `all`, `substreams` (M = 2), `hv_min_n` (32),
 //! `hv_cv` (1.0).
-//! Deviations: the PC table is unbounded (no LRU eviction); lifetime statistics are cumulative
+//! Deviations: lifetime statistics are cumulative
 //! (unless `stat_decay`); never-invalidated data contribute nothing (right-censoring, as in the
 //! paper); PC 0 (unknown context) always goes to stream 0.
 
@@ -56,6 +62,9 @@ struct PcEntry {
     writes: u64,
     #[serde(skip)]
     recent_pages: u64,
+    /// CLOCK reference bit: set when the PC writes, cleared by the eviction hand.
+    #[serde(skip)]
+    referenced: bool,
 }
 
 mod sig_string {
@@ -118,11 +127,21 @@ pub struct PcStream {
     pcs: Vec<PcEntry>,
     centroids: Vec<f64>,
     /// `high_variance`: which host streams currently send GC copies to their substream.
-    sub: Vec<bool>,
+    /// Substream slot (internal write point `host_streams + slot`, `slot < substreams`) of each
+    /// host stream whose GC copies currently go to one.
+    sub: Vec<Option<u8>>,
     next_free: u8,
     /// Table entry of the current request's PC (looked up once in `on_request`).
     req_entry: Option<usize>,
     reclusterings: u64,
+    /// Logical time of the last reclustering (the first one may come early, see `tick`).
+    last_recluster: u64,
+    /// A newly known PC fits no current cluster and a stream is free: recluster at the next check.
+    recluster_soon: bool,
+    /// Table capacity in PCs (0: unbounded) and the CLOCK hand over `pcs`.
+    max_pcs: usize,
+    hand: usize,
+    evictions: u64,
 }
 
 impl PcStream {
@@ -140,8 +159,9 @@ impl PcStream {
         let stat_decay: bool = ctx.param("stat_decay", false)?;
         let assign: String = ctx.param("pc_assign", "lifetime".to_string())?;
         let first_come_writes: u64 = ctx.param("first_come_writes", 1000)?;
+        let max_pcs: usize = ctx.param("max_pcs", 1usize << 20)?;
         let (substreams, max_substreams, hv_min_n, hv_cv) = if full {
-            let p: String = ctx.param("substream_policy", "all".to_string())?;
+            let p: String = ctx.param("substream_policy", "high_variance".to_string())?;
             let s = match p.as_str() {
                 "all" => Substreams::All,
                 "high_variance" => Substreams::HighVariance,
@@ -162,6 +182,14 @@ impl PcStream {
         };
         if n_min == 0 || period == 0 {
             return Err(SimError::BadParam("n_min and period must be ≥ 1".into()));
+        }
+        if substreams == Substreams::HighVariance
+            && !(1..ctx.host_streams as usize).contains(&max_substreams)
+        {
+            return Err(SimError::BadParam(format!(
+                "substreams={max_substreams}: use 1 ..= {} (host streams − 1)",
+                ctx.host_streams - 1
+            )));
         }
         let agglomerative = match algorithm.as_str() {
             "dp" => false,
@@ -202,10 +230,15 @@ impl PcStream {
             index: HashMap::new(),
             pcs: Vec::new(),
             centroids: Vec::new(),
-            sub: vec![false; ctx.host_streams as usize],
+            sub: vec![None; ctx.host_streams as usize],
             next_free: 1,
             req_entry: None,
             reclusterings: 0,
+            last_recluster: 0,
+            recluster_soon: false,
+            max_pcs,
+            hand: 0,
+            evictions: 0,
         })
     }
 
@@ -219,21 +252,64 @@ impl PcStream {
     }
 
     fn entry(&mut self, sig: u64) -> usize {
-        let next = self.pcs.len() as u32;
-        let i = *self.index.entry(sig).or_insert(next);
-        if i == next {
-            self.pcs.push(PcEntry {
-                sig,
-                n: 0,
-                sum_l: 0,
-                sum_l2: 0.0,
-                stream: 0,
-                clustered: false,
-                writes: 0,
-                recent_pages: 0,
-            });
+        if let Some(&i) = self.index.get(&sig) {
+            self.pcs[i as usize].referenced = true;
+            return i as usize;
         }
-        i as usize
+        let fresh = PcEntry {
+            sig,
+            n: 0,
+            sum_l: 0,
+            sum_l2: 0.0,
+            stream: 0,
+            clustered: false,
+            writes: 0,
+            recent_pages: 0,
+            // Unreferenced until used again: one-off PCs are the first to go.
+            referenced: false,
+        };
+        let i = if self.max_pcs == 0 || self.pcs.len() < self.max_pcs {
+            self.pcs.push(fresh);
+            self.pcs.len() - 1
+        } else {
+            // Table full: CLOCK (second chance) approximates LRU in O(1) amortised. The evicted
+            // PC's pages still in flight give no lifetime feedback any more (its entry is gone).
+            let i = loop {
+                let h = self.hand;
+                self.hand = (self.hand + 1) % self.pcs.len();
+                if std::mem::take(&mut self.pcs[h].referenced) {
+                    continue;
+                }
+                break h;
+            };
+            self.index.remove(&self.pcs[i].sig);
+            self.pcs[i] = fresh;
+            self.evictions += 1;
+            i
+        };
+        self.index.insert(sig, i as u32);
+        debug_assert_eq!(self.index.len(), self.pcs.len());
+        i
+    }
+
+    /// True when streams are still unused and mean lifetime `m` is more than 2× off every
+    /// centroid (a PC that deserves a stream of its own).
+    fn fits_no_cluster(&self, m: f64) -> bool {
+        self.centroids.len() < (self.host_streams - 1) as usize
+            && self.centroids.iter().all(|&c| {
+                let c = if self.log2 { c } else { c.max(1.0).log2() };
+                (m.log2() - c).abs() > 1.0
+            })
+    }
+
+    /// Whether PC `sig` has a table entry (tests).
+    pub fn tracks(&self, sig: u64) -> bool {
+        self.index.contains_key(&sig)
+    }
+
+    /// PCs evicted from the bounded table so far.
+    pub fn evictions(&self) -> u64 {
+        self.evictions
     }
 
     /// Stream currently assigned to PC `sig` (0 if unknown); for tests and reports.
@@ -246,7 +322,7 @@ impl PcStream {
     /// Host streams whose GC copies currently go to a substream (`high_variance`).
     pub fn substreamed(&self) -> Vec<u8> {
         (0..self.sub.len() as u8)
-            .filter(|&s| self.sub[s as usize])
+            .filter(|&s| self.sub[s as usize].is_some())
             .collect()
     }
 
@@ -255,8 +331,10 @@ impl PcStream {
     }
 
     /// Re-cluster every PC with at least `n_min` lifetimes into streams 1..N−1.
-    fn recluster(&mut self) {
+    fn recluster(&mut self, now: u64) {
         self.reclusterings += 1;
+        self.last_recluster = now;
+        self.recluster_soon = false;
         if self.first_come.is_some() {
             return;
         }
@@ -297,9 +375,22 @@ impl PcStream {
             let mut ranked: Vec<usize> = (0..pages.len()).filter(|&s| pages[s] > 0).collect();
             ranked.sort_by(|&a, &b| pages[b].cmp(&pages[a]).then(a.cmp(&b)));
             ranked.truncate(self.max_substreams);
-            self.sub.fill(false);
+            // Streams that stay selected keep their slot (their open substream unit); the others
+            // take the freed slots. A reassigned slot's open unit then holds survivors of two
+            // streams, both long-lived.
+            for s in 0..self.sub.len() {
+                if !ranked.contains(&s) {
+                    self.sub[s] = None;
+                }
+            }
             for s in ranked {
-                self.sub[s] = true;
+                if self.sub[s].is_none() {
+                    let used: Vec<u8> = self.sub.iter().flatten().copied().collect();
+                    let slot = (0..self.max_substreams as u8)
+                        .find(|k| !used.contains(k))
+                        .expect("at most `substreams` streams are selected");
+                    self.sub[s] = Some(slot);
+                }
             }
         }
         for e in &mut self.pcs {
@@ -332,18 +423,23 @@ impl PcStream {
             return StreamId(0);
         }
         if !e.clustered {
-            // Known since the last reclustering: join the nearest centroid (if any).
-            let x = if self.log2 {
-                e.mean().max(1.0).log2()
-            } else {
-                e.mean().max(1.0)
-            };
+            // Known since the last reclustering: join the nearest centroid, unless streams are
+            // still unused and its mean lifetime is more than 2× off every centroid: then it
+            // waits in stream 0 for a reclustering at the next check (it would otherwise share a
+            // stream with data of another lifetime until the next period).
+            let m = e.mean().max(1.0);
+            let x = if self.log2 { m.log2() } else { m };
+            if self.fits_no_cluster(m) {
+                self.recluster_soon = true;
+                return StreamId(0);
+            }
             if let Some(g) = nearest(&self.centroids, x) {
+                let e = &mut self.pcs[i];
                 e.stream = g as u8 + 1;
                 e.clustered = true;
             }
         }
-        StreamId(e.stream)
+        StreamId(self.pcs[i].stream)
     }
 }
 
@@ -368,10 +464,14 @@ impl Placement for PcStream {
     }
     fn internal_write_points(&self) -> u32 {
         if self.substreams == Substreams::HighVariance {
-            self.host_streams
+            self.max_substreams as u32
         } else {
             0
         }
+    }
+    fn gc_fanout(&self) -> Option<u32> {
+        // A victim's survivors all go to one place: its stream's substream slot, or back.
+        Some(1)
     }
     fn on_request(&mut self, req: &RequestInfo, _now: LogicalTime) {
         // One table lookup per request: every page of a request has the same PC.
@@ -394,22 +494,35 @@ impl Placement for PcStream {
             e.n += 1;
             e.sum_l = e.sum_l.saturating_add(l);
             e.sum_l2 += (l as f64) * (l as f64);
+            if e.n == self.n_min && !e.clustered && self.first_come.is_none() {
+                let m = e.mean().max(1.0);
+                if self.fits_no_cluster(m) {
+                    self.recluster_soon = true;
+                }
+            }
         }
     }
     fn gc_destination(&mut self, p: &PageInfo, _now: LogicalTime) -> StreamId {
         let hs = self.host_streams as u8;
         // Substream blocks keep their survivors; a main stream's go to its substream if selected.
-        if p.victim_wp < hs && self.sub[p.victim_wp as usize] {
-            StreamId(hs + p.victim_wp)
-        } else {
-            StreamId(p.victim_wp)
+        match self.sub.get(p.victim_wp as usize) {
+            Some(&Some(k)) => StreamId(hs + k),
+            _ => StreamId(p.victim_wp),
         }
     }
     fn tick_period(&self) -> Option<u64> {
-        Some(self.period)
+        Some((self.period / 16).max(1))
     }
-    fn tick(&mut self, _now: LogicalTime) {
-        self.recluster();
+    fn tick(&mut self, now: LogicalTime) {
+        // Every `period` pages; early when a PC fits no cluster while streams are free, and before
+        // the first clustering as soon as some PC has `n_min` lifetimes, so a run shorter than a
+        // few periods is not spent all in stream 0.
+        let due = now.0 >= self.last_recluster + self.period
+            || self.recluster_soon
+            || (self.centroids.is_empty() && self.pcs.iter().any(|e| e.n >= self.n_min));
+        if due {
+            self.recluster(now.0);
+        }
     }
     fn save_state(&self) -> Option<String> {
         let mut pcs = self.pcs.clone();
@@ -443,7 +556,7 @@ impl Placement for PcStream {
         }
         self.centroids = t.centroids;
         // A loaded table is re-clustered at once (the device may have another stream count).
-        self.recluster();
+        self.recluster(0);
         self.reclusterings = 0;
         Ok(())
     }

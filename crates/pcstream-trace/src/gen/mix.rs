@@ -49,6 +49,9 @@
 //!   is one of `{"dist": "fixed", "mean": m}`, `{"dist": "uniform", "min": a, "max": b}`,
 //!   `{"dist": "exponential", "mean": m}`, `{"dist": "lognormal", "mean": m, "sigma": s}`
 //!   (mean of the distribution itself, σ of the underlying normal); samples are rounded, min 1.
+//!   Writers that name the same `pool = "NAME"` draw their files from one shared region (the sum
+//!   of their regions, at the first member's place), so a slot freed by one writer is reused by
+//!   whichever writer starts a file next; they must have equal `file_pages`.
 //!
 //! # Interleaving
 //!
@@ -69,7 +72,7 @@ use crate::error::TraceError;
 use crate::format::TraceMeta;
 
 /// Names accepted by [`MixSpec::preset`].
-pub const MIX_PRESETS: &[&str] = &["rocksdb-like", "hotcold-files"];
+pub const MIX_PRESETS: &[&str] = &["rocksdb-like", "hotcold-files", "append-only"];
 
 /// Lifetime of a `file_churn` file, in files the same writer completes after it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -79,6 +82,18 @@ pub enum Lifetime {
     Uniform { min: f64, max: f64 },
     Exponential { mean: f64 },
     Lognormal { mean: f64, sigma: f64 },
+}
+
+/// What a `file_churn` lifetime sample counts in.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum LifetimeUnit {
+    /// Files the writer completes after this one.
+    #[default]
+    Files,
+    /// Multiples of the number of files the writer's own region holds, so a mix keeps the same
+    /// device utilisation at any capacity (0.5 = half the region's worth of files).
+    Region,
 }
 
 /// Page choice of a `random_update` writer (`theta` applies to `zipf`).
@@ -129,7 +144,19 @@ pub struct WriterSpec {
     /// Size of its LBA region as a share of the footprint (give this or `region_pages`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub region: Option<f64>,
+    /// `file_churn` writers naming the same pool allocate their files from one shared LBA region
+    /// (the sum of their regions, placed at the first member), so freed space is reused across
+    /// writers as a file system does. Members of a pool must use the same `file_pages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    /// Unit of a `file_churn` writer's `lifetime_files` samples (default `files`).
+    #[serde(default, skip_serializing_if = "is_default_unit")]
+    pub lifetime_unit: LifetimeUnit,
     pub kind: WriterKind,
+}
+
+fn is_default_unit(u: &LifetimeUnit) -> bool {
+    *u == LifetimeUnit::Files
 }
 
 /// Several writers interleaved by page share; see the module documentation.
@@ -140,17 +167,26 @@ pub struct MixSpec {
 }
 
 impl MixSpec {
-    /// Built-in mixes (regions are shares of the footprint, so they scale with capacity_pages;
-    /// file sizes are fixed and suit footprints of ≥ 65 536 pages):
+    /// Built-in mixes. Regions are shares of the footprint and file lifetimes are counted in
+    /// multiples of the files the writer's own region holds (`lifetime_unit = "region"`), so a
+    /// preset keeps its device utilisation at any capacity (file sizes are fixed: footprints of
+    /// ≥ 32 768 pages suit them):
     ///
     /// - `rocksdb-like`: `wal` (append_log, 64-page segments, 4 live: short, regular lifetime,
-    ///   20 % of pages), `flush` (file_churn of 128-page files living 4–12 files: medium, 20 %),
-    ///   `compaction` (file_churn of 256-page files with lognormal lifetimes, mean 40 files,
-    ///   σ 1.4: the 5th–95th percentiles span ~2 orders of magnitude, 57 %) and `manifest`
-    ///   (uniform random_update of a small region, 3 %).
+    ///   20 % of pages), `flush` (file_churn of 128-page files living 0.3–0.9 regions: medium,
+    ///   20 %), `compaction` (file_churn of 256-page files with lognormal lifetimes, mean 0.7
+    ///   regions, σ 1.4: the 5th–95th percentiles span ~2 orders of magnitude, 57 %) and
+    ///   `manifest` (uniform random_update of a small region, 3 %).
     /// - `hotcold-files`: `hot-table` (uniform random_update of 10 % of the footprint, 80 % of
-    ///   the pages) and `cold-files` (file_churn of 256-page files living 100–200 files over 85 %
-    ///   of the footprint, 20 % of the pages).
+    ///   the pages) and `cold-files` (file_churn of 256-page files living 0.6–0.95 regions over
+    ///   85 % of the footprint, 20 % of the pages).
+    /// - `append-only`: every file is written once, sequentially, and deleted whole, and all
+    ///   writers share one pool of LBAs (`pool = "fs"`, 128-page files), so freed space is reused
+    ///   by whichever writer comes next, as on a file system: `wal` (lives 4 of its own files,
+    ///   25 %), `flush` (0.5–1 regions, 25 %) and `compaction` (lognormal, mean 0.8 regions,
+    ///   σ 0.8, 50 %). LBA hotness says little here (every LBA is written once per file), the
+    ///   writer's PC says a lot: the case where the papers find AutoStream losing to PC-based
+    ///   placement.
     pub fn preset(name: &str) -> Option<MixSpec> {
         let w = |name: &str, pc: u64, share: f64, region: f64, kind: WriterKind| WriterSpec {
             name: name.into(),
@@ -158,6 +194,8 @@ impl MixSpec {
             share,
             region_pages: None,
             region: Some(region),
+            pool: None,
+            lifetime_unit: LifetimeUnit::Region,
             kind,
         };
         let churn = |file_pages, lifetime_files| WriterKind::FileChurn {
@@ -182,13 +220,7 @@ impl MixSpec {
                         0x7a1_0002,
                         0.20,
                         0.15,
-                        churn(
-                            128,
-                            Lifetime::Uniform {
-                                min: 4.0,
-                                max: 12.0,
-                            },
-                        ),
+                        churn(128, Lifetime::Uniform { min: 0.3, max: 0.9 }),
                     ),
                     w(
                         "compaction",
@@ -198,7 +230,7 @@ impl MixSpec {
                         churn(
                             256,
                             Lifetime::Lognormal {
-                                mean: 40.0,
+                                mean: 0.7,
                                 sigma: 1.4,
                             },
                         ),
@@ -235,13 +267,45 @@ impl MixSpec {
                         churn(
                             256,
                             Lifetime::Uniform {
-                                min: 100.0,
-                                max: 200.0,
+                                min: 0.6,
+                                max: 0.95,
                             },
                         ),
                     ),
                 ],
             }),
+            "append-only" => {
+                let pooled =
+                    |name: &str, pc: u64, share: f64, region: f64, lifetime_files| WriterSpec {
+                        pool: Some("fs".into()),
+                        ..w(name, pc, share, region, churn(128, lifetime_files))
+                    };
+                Some(MixSpec {
+                    writers: vec![
+                        WriterSpec {
+                            lifetime_unit: LifetimeUnit::Files,
+                            ..pooled("wal", 0x7a3_0001, 0.25, 0.02, Lifetime::Fixed { mean: 4.0 })
+                        },
+                        pooled(
+                            "flush",
+                            0x7a3_0002,
+                            0.25,
+                            0.08,
+                            Lifetime::Uniform { min: 0.5, max: 1.0 },
+                        ),
+                        pooled(
+                            "compaction",
+                            0x7a3_0003,
+                            0.50,
+                            0.75,
+                            Lifetime::Lognormal {
+                                mean: 0.8,
+                                sigma: 0.8,
+                            },
+                        ),
+                    ],
+                })
+            }
             _ => None,
         }
     }
@@ -288,11 +352,9 @@ impl MixSpec {
         if total_share <= 0.0 {
             return Err(gen_err("mix: the shares must not all be 0".into()));
         }
-        let mut writers = Vec::with_capacity(self.writers.len());
-        let mut start = 0u64;
-        let mut next_file = 1u32;
-        for (i, w) in self.writers.iter().enumerate() {
-            let len = match (w.region_pages, w.region) {
+        let mut lens = Vec::with_capacity(self.writers.len());
+        for w in &self.writers {
+            lens.push(match (w.region_pages, w.region) {
                 (Some(pages), None) => pages,
                 (None, Some(f)) if (0.0..=1.0).contains(&f) => (f * n as f64).floor() as u64,
                 _ => {
@@ -301,17 +363,68 @@ impl MixSpec {
                         w.name
                     )))
                 }
+            });
+        }
+        // A pool's region is the sum of its members' regions, laid out at its first member.
+        let mut pool_of: BTreeMap<&str, (usize, u64, u32)> = BTreeMap::new(); // name → (first, len, file_pages)
+        for (i, w) in self.writers.iter().enumerate() {
+            let Some(name) = w.pool.as_deref() else {
+                continue;
             };
-            writers.push(Writer::new(
-                w,
-                i,
-                start,
+            let WriterKind::FileChurn { file_pages, .. } = w.kind else {
+                return Err(gen_err(format!(
+                    "mix writer '{}': only file_churn writers can share a pool; drop `pool` or make it a file_churn writer",
+                    w.name
+                )));
+            };
+            let e = pool_of.entry(name).or_insert((i, 0, file_pages));
+            if e.2 != file_pages {
+                return Err(gen_err(format!(
+                    "mix writer '{}': pool '{name}' holds files of {} pages but this writer's are {file_pages}; give the members of a pool the same file_pages",
+                    w.name, e.2
+                )));
+            }
+            e.1 += lens[i];
+        }
+        let mut writers = Vec::with_capacity(self.writers.len());
+        let mut pools: Vec<BTreeSet<u64>> = Vec::new();
+        let mut pool_idx: BTreeMap<&str, (usize, u64)> = BTreeMap::new(); // name → (pool, start)
+        let mut start = 0u64;
+        let mut next_file = 1u32;
+        for (i, w) in self.writers.iter().enumerate() {
+            let (at, len, pool) = match w.pool.as_deref() {
+                None => {
+                    let at = start;
+                    start += lens[i];
+                    (at, lens[i], pools.len())
+                }
+                Some(name) => {
+                    let (_, len, _) = pool_of[name];
+                    let (pool, at) = *pool_idx.entry(name).or_insert_with(|| {
+                        let at = start;
+                        start += len;
+                        (pools.len(), at)
+                    });
+                    (at, len, pool)
+                }
+            };
+            let region = Region {
+                start: at,
                 len,
-                p.req_pages,
-                &mut next_file,
-                meta,
-            )?);
-            start += len;
+                own_len: lens[i],
+                pool,
+            };
+            let w = Writer::new(w, i, region, p.req_pages, &mut next_file, meta)?;
+            if let State::Churn {
+                file_pages, pool, ..
+            } = &w.state
+            {
+                if *pool == pools.len() {
+                    pools.push((0..len / *file_pages as u64).collect());
+                }
+            }
+            writers.push(w);
+            let w = &self.writers[i];
             meta.file_classes.insert(i as u16 + 1, w.name.clone());
             meta.pcs[w.pc.to_string()] =
                 serde_json::json!([{"module": "synthetic", "offset": 0, "symbol": w.name}]);
@@ -341,7 +454,7 @@ impl MixSpec {
             }
             out.clear();
             let room = (total - done).min(p.req_pages as u64) as u32;
-            writers[k].step(room, &mut rng, &mut next_file, meta, &mut out)?;
+            writers[k].step(room, &mut rng, &mut pools, &mut next_file, meta, &mut out)?;
             let w = &writers[k];
             for r in out.drain(..) {
                 if r.op == Op::Write as u8 {
@@ -384,14 +497,26 @@ enum State {
     Churn {
         file_pages: u32,
         lifetime: Lifetime,
-        /// Free slot indices; the first is the first fit.
-        free: BTreeSet<u64>,
+        /// Files per lifetime unit (1, or the files the writer's own region holds).
+        scale: f64,
+        /// Index of its pool of free slot indices (the first is the first fit); writers sharing
+        /// a `pool` share one.
+        pool: usize,
         /// (expiry in files completed, file) → slot of the live files.
         live: BTreeMap<(u64, u32), u64>,
         /// (slot, pages written, file) of the file being written.
         cur: Option<(u64, u32, u32)>,
         files_done: u64,
     },
+}
+
+/// Where a writer writes: its LBA range (a pool's, when shared), its own region's size (the
+/// unit of `lifetime_unit = "region"`) and its slot pool.
+struct Region {
+    start: u64,
+    len: u64,
+    own_len: u64,
+    pool: usize,
 }
 
 struct Writer<'a> {
@@ -416,12 +541,17 @@ impl<'a> Writer<'a> {
     fn new(
         spec: &'a WriterSpec,
         idx: usize,
-        start: u64,
-        len: u64,
+        region: Region,
         req: u32,
         next_file: &mut u32,
         meta: &mut TraceMeta,
     ) -> Result<Writer<'a>, TraceError> {
+        let Region {
+            start,
+            len,
+            own_len,
+            pool,
+        } = region;
         let bad = |why: String| gen_err(format!("mix writer '{}': {why}", spec.name));
         let state = match &spec.kind {
             WriterKind::AppendLog {
@@ -481,10 +611,15 @@ impl<'a> Writer<'a> {
                         "lifetime_files {lifetime_files:?} needs mean > 0, sigma ≥ 0, 0 ≤ min ≤ max"
                     )));
                 }
+                let own_slots = (own_len / *file_pages as u64).max(1);
                 State::Churn {
                     file_pages: *file_pages,
                     lifetime: lifetime_files.clone(),
-                    free: (0..slots).collect(),
+                    scale: match spec.lifetime_unit {
+                        LifetimeUnit::Files => 1.0,
+                        LifetimeUnit::Region => own_slots as f64,
+                    },
+                    pool,
                     live: BTreeMap::new(),
                     cur: None,
                     files_done: 0,
@@ -514,6 +649,7 @@ impl<'a> Writer<'a> {
         &mut self,
         room: u32,
         rng: &mut ChaCha8Rng,
+        pools: &mut [BTreeSet<u64>],
         next_file: &mut u32,
         meta: &mut TraceMeta,
         out: &mut Vec<Request>,
@@ -571,7 +707,8 @@ impl<'a> Writer<'a> {
             State::Churn {
                 file_pages,
                 lifetime,
-                free,
+                scale,
+                pool,
                 live,
                 cur,
                 files_done,
@@ -580,10 +717,15 @@ impl<'a> Writer<'a> {
                 let (slot, used, f) = match *cur {
                     Some(c) => c,
                     None => {
+                        let free = &mut pools[*pool];
                         if free.is_empty() {
                             // Region full: the file due soonest goes early.
-                            let ((_, f), slot) =
-                                live.pop_first().expect("live files fill the region");
+                            let ((_, f), slot) = live.pop_first().ok_or_else(|| {
+                                gen_err(format!(
+                                    "mix writer '{}': its pool is full of other writers' files; enlarge the pool members' regions",
+                                    self.spec.name
+                                ))
+                            })?;
                             out.push(trim(self.start + slot * fp, *file_pages, f));
                             free.insert(slot);
                         }
@@ -623,7 +765,7 @@ impl<'a> Writer<'a> {
                             .sample(rng)
                     }
                 };
-                let life = l.round().clamp(1.0, 1e15) as u64;
+                let life = (l * *scale).round().clamp(1.0, 1e15) as u64;
                 live.insert((*files_done + life, f), slot);
                 while let Some(entry) = live.first_entry() {
                     if entry.key().0 > *files_done {
@@ -631,7 +773,7 @@ impl<'a> Writer<'a> {
                     }
                     let ((_, f), slot) = entry.remove_entry();
                     out.push(trim(self.start + slot * fp, *file_pages, f));
-                    free.insert(slot);
+                    pools[*pool].insert(slot);
                 }
             }
         }

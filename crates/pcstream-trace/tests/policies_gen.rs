@@ -1,0 +1,123 @@
+//! Every placement policy on the `gen mix` presets, whose writers have known lifetime classes:
+//! the orderings the papers report (docs/POLICIES.md has the full table, `make policy-table`).
+
+use std::collections::BTreeMap;
+
+use pcstream_core::config::SsdConfig;
+use pcstream_core::placement::registry;
+use pcstream_core::{Request, SimOptions, Simulator};
+use pcstream_trace::{generate, GenParams};
+
+/// One die of 512 blocks × 64 pages, 7 % OP, 8 host streams, block units (30 k logical pages).
+fn device() -> SsdConfig {
+    let toml = "[geometry]\nchannels = 1\nways = 1\nblocks_per_die = 512\npages_per_block = 64\n\
+                [ftl]\nop = 0.07\nhost_streams = 8\ngc_unit = \"block\"\n";
+    SsdConfig::from_toml("test", toml).expect("valid test config")
+}
+
+fn mix(preset: &str, logical: u64, passes: u64) -> Vec<Request> {
+    let p = GenParams {
+        capacity_pages: logical,
+        writes: passes * logical / 8,
+        req_pages: 8,
+        seed: 7,
+        mix: preset.into(),
+        ..GenParams::default()
+    };
+    let mut out = Vec::new();
+    generate("mix", &p, &mut |r| {
+        out.push(r);
+        Ok(())
+    })
+    .expect("preset generates");
+    out
+}
+
+/// WAF of every registered policy on `reqs`, aged to 90 %, the first 3 passes as warm-up.
+fn wafs(cfg: &SsdConfig, reqs: &[Request]) -> BTreeMap<&'static str, f64> {
+    let logical = cfg.logical_pages();
+    registry::names()
+        .into_iter()
+        .map(|name| {
+            let o = SimOptions {
+                policy: name.into(),
+                prefill: 0.9,
+                warmup: 3 * logical,
+                seed: 1,
+                ..Default::default()
+            };
+            let mut sim = Simulator::new(cfg, o).expect("simulator");
+            if sim.needs_death_times() {
+                let mut pass = sim.death_pass();
+                reqs.iter().for_each(|r| pass.feed(r));
+                sim.set_death_times(pass.finish());
+            }
+            sim.start().expect("start");
+            sim.feed(reqs).expect("feed");
+            (name, sim.finish().waf)
+        })
+        .collect()
+}
+
+fn show(what: &str, w: &BTreeMap<&str, f64>) {
+    let s: Vec<String> = w.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
+    eprintln!("{what}: {}", s.join(", "));
+}
+
+#[test]
+fn pcstream_orders_between_the_oracle_and_baseline_on_every_mix() {
+    let cfg = device();
+    let logical = cfg.logical_pages();
+    for preset in ["rocksdb-like", "hotcold-files", "append-only"] {
+        let w = wafs(&cfg, &mix(preset, logical, 8));
+        show(preset, &w);
+        let (o, pc, star, b) = (
+            w["oracle"],
+            w["pcstream"],
+            w["pcstream-star"],
+            w["baseline"],
+        );
+        assert!(o <= pc, "{preset}: oracle {o} ≤ pcstream {pc}");
+        assert!(pc <= star, "{preset}: pcstream {pc} ≤ pcstream-star {star}");
+        assert!(star <= b, "{preset}: pcstream-star {star} ≤ baseline {b}");
+        assert!(
+            b > 1.2,
+            "{preset}: the mix needs GC to tell policies apart ({b})"
+        );
+        assert!(
+            pc <= 1.1 * o,
+            "{preset}: pcstream {pc} within 10 % of the oracle {o}"
+        );
+        for (p, &v) in &w {
+            assert!(v >= o - 1e-9, "{preset}: {p} {v} below the oracle {o}");
+        }
+    }
+}
+
+#[test]
+fn autostream_loses_to_pcstream_on_the_append_only_mix() {
+    // Every LBA is written once per file and reused by whichever writer allocates next, so LBA
+    // hotness carries little of the lifetime; the writer's PC carries it all.
+    let cfg = device();
+    let w = wafs(&cfg, &mix("append-only", cfg.logical_pages(), 8));
+    show("append-only", &w);
+    for a in ["autostream-sfr", "autostream-mq"] {
+        assert!(
+            w[a] > 1.05 * w["pcstream"],
+            "{a} {} clearly worse than pcstream {}",
+            w[a],
+            w["pcstream"]
+        );
+    }
+}
+
+#[test]
+fn no_policy_is_worse_than_baseline_on_the_hot_cold_mix() {
+    let cfg = device();
+    let w = wafs(&cfg, &mix("hotcold-files", cfg.logical_pages(), 8));
+    show("hotcold-files", &w);
+    let b = w["baseline"];
+    for (p, &v) in &w {
+        assert!(v <= b + 1e-9, "{p} {v} above baseline {b}");
+    }
+}
