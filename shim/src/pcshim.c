@@ -1829,7 +1829,10 @@ static int clone_child(void *p)
 {
     struct clone_tramp t = *(struct clone_tramp *)p; /* the child's copy of the parent's frame */
     atfork_child();
-    return t.fn(t.arg);
+    int status = t.fn(t.arg);
+    if (!t_guard)
+        finish(status, 1); /* glibc's clone ends the child with a bare exit system call */
+    return status;
 }
 
 EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
