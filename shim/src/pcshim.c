@@ -161,6 +161,7 @@ struct seg {
 
 struct segtab {
     int n;
+    uintptr_t lo, hi; /* span of all segments: a quick reject for stack words */
     struct seg s[MAX_SEGS];
 };
 
@@ -602,6 +603,10 @@ static struct segtab *segs(void)
             atomic_store(&g_segs_dirty, 0);
             dl_iterate_phdr(seg_cb, t);
             qsort(t->s, (size_t)t->n, sizeof t->s[0], seg_cmp);
+            if (t->n > 0) {
+                t->lo = t->s[0].lo;
+                t->hi = t->s[t->n - 1].hi;
+            }
             atomic_store(&g_segs, t); /* the old table is leaked: readers may still use it */
         }
     }
@@ -611,7 +616,7 @@ static struct segtab *segs(void)
 
 static struct seg *find_seg(struct segtab *t, uintptr_t a)
 {
-    if (!t)
+    if (!t || a < t->lo || a >= t->hi)
         return NULL;
     int lo = 0, hi = t->n - 1;
     while (lo <= hi) {
@@ -658,11 +663,14 @@ static int walk_fp(struct tbuf *b, struct segtab *t, uintptr_t *out, struct seg 
     *ended = 1;
     while (fp && n < max) {
         uintptr_t next = fp[0], ret = fp[1];
-        struct seg *s = find_seg(t, ret);
+        /* consecutive frames are mostly in one module: try the previous frame's segment first */
+        struct seg *s = n > 0 && ret >= sg[n - 1]->lo && ret < sg[n - 1]->hi ? sg[n - 1] : find_seg(t, ret);
         if (!s)
             return n;
         sg[n] = s;
         out[n++] = ret;
+        if (n == max)
+            break;
         if (next <= (uintptr_t)fp || !frame_ok(b, next))
             return n;
         fp = (uintptr_t *)next;
