@@ -3,7 +3,8 @@
 Builds tests/shim/overhead.c (N x 64-byte pwrite from a 10-deep call chain, frame pointers kept)
 and runs it: without the shim, with the shim loaded but inert (no PCSHIM_DIR: interposition only),
 and under ``pcstream record --method M --no-symbols`` for every method; each configuration
-``--repeat`` times, interleaved. Prints the median ns/write and the overhead over no shim.
+``--repeat`` times, interleaved. Prints the median ns/write (process CPU time, which waiting for
+a CPU shared with other jobs does not inflate, and wall time) and the overhead over no shim.
 The file lives in /dev/shm when it exists (tmpfs: the syscall, not the disk, is the baseline).
 """
 
@@ -24,12 +25,12 @@ SHIM = ROOT / "python" / "pcstream" / "_shim" / "pcshim.so"
 METHODS = ("fp", "unwind", "auto", "scan")
 
 
-def ns_per_write(out: str) -> float:
-    """The figure of overhead.c's line "<N> writes <ns> ns/write"."""
+def ns_per_write(out: str) -> tuple[float, float]:
+    """(cpu, wall) ns per write from overhead.c's line "<N> writes <ns> ns/write <ns> cpu-ns/write"."""
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) == 4 and parts[1] == "writes" and parts[3] == "ns/write":
-            return float(parts[2])
+        if len(parts) == 6 and parts[1] == "writes" and parts[3] == "ns/write" and parts[5] == "cpu-ns/write":
+            return float(parts[4]), float(parts[2])
     raise ValueError(f"overhead: unexpected output {out!r}; rebuild tests/shim/overhead.c")
 
 
@@ -61,16 +62,17 @@ def main(argv: list[str] | None = None) -> int:
                 [*rec, "--method", m, "--frames", str(a.frames), "--", *prog],
                 None,
             )
-        times: dict[str, list[float]] = {k: [] for k in configs}
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in configs}
         for _ in range(a.repeat):
             for name, (cmd, env) in configs.items():
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
                 times[name].append(ns_per_write(proc.stdout))
-        base_ns = statistics.median(times["no shim"])
+        med = {k: tuple(statistics.median(x[i] for x in t) for i in (0, 1)) for k, t in times.items()}
+        base = med["no shim"]
         print(f"{a.writes} x 64 B pwrite, depth 10, frames {a.frames}, median of {a.repeat} (ns/write):")
-        for name, t in times.items():
-            med = statistics.median(t)
-            print(f"  {name:<24} {med:8.1f}  {med - base_ns:+8.1f}")
+        print(f"  {'':<24} {'cpu':>8} {'+cpu':>8} {'wall':>8} {'+wall':>8}")
+        for name, (cpu, wall) in med.items():
+            print(f"  {name:<24} {cpu:8.1f} {cpu - base[0]:+8.1f} {wall:8.1f} {wall - base[1]:+8.1f}")
     return 0
 
 

@@ -1146,11 +1146,18 @@ __attribute__((constructor)) static void pcshim_init(void)
     open_logs();
     if (g_method == M_UNWIND || g_method == M_AUTO) {
         void *h = real_dlopen ? real_dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : NULL;
-        if (h)
+        if (h) {
             *(void **)(&g_unw_backtrace) = dlsym(h, "unw_backtrace");
-        if (!g_unw_backtrace)
+            /* libunwind's default global cache takes a lock per walk; a per-thread cache does not */
+            int (*set_policy)(void *, int);
+            *(void **)(&set_policy) = dlsym(h, "_ULx86_64_set_caching_policy");
+            void **space = dlsym(h, "_ULx86_64_local_addr_space");
+            if (set_policy && space)
+                set_policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
+        }
+        if (!g_unw_backtrace) {
             warn("unwind: libunwind.so.8 not found; using the frame-pointer walk instead");
-        else if (g_method == M_UNWIND || g_method == M_AUTO) {
+        } else {
             void *warm[4];
             g_unw_backtrace(warm, 4);
         }
