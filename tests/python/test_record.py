@@ -325,3 +325,21 @@ def test_bad_input(progs: dict[str, Path], tmp_path: Path) -> None:
         text=True,
     )
     assert proc.returncode == 3 and "does not exist" in proc.stderr
+
+
+def test_overhead_benchmark_runs(tmp_path: Path) -> None:
+    """tools/bench_record.py (make bench-record) at a tiny size, so the benchmark never rots."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "bench_record.py"), "--writes", "2000", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("2000 x 64 B pwrite, depth 10, frames 12, median of 1")
+    names = [line[:26].strip() for line in lines[2:]]
+    assert names == ["no shim", "shim loaded, inert"] + [
+        f"record --method {m}" for m in ("fp", "unwind", "auto", "scan")
+    ]
+    assert all(float(line.split()[-4]) > 0 for line in lines[2:])
