@@ -504,11 +504,14 @@ static uint64_t build_id_hash(const struct dl_phdr_info *info)
 static int eh_fp_ratio_ok(const struct dl_phdr_info *info)
 {
     const unsigned char *h = NULL;
+    size_t h_len = 0;
     for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) {
             h = (const unsigned char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            h_len = info->dlpi_phdr[i].p_memsz;
+        }
     /* version 1, fde_count udata4, table datarel|sdata4: what GNU ld and lld write */
-    if (!h || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+    if (!h || h_len < 12 || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
         return 0;
     size_t ptr_len;
     switch (h[1] & 0x0f) {
@@ -519,8 +522,8 @@ static int eh_fp_ratio_ok(const struct dl_phdr_info *info)
     uint32_t count;
     memcpy(&count, h + 4 + ptr_len, 4);
     const unsigned char *tab = h + 8 + ptr_len;
-    if (count == 0)
-        return 0;
+    if (count == 0 || 8 + ptr_len + 8 * (size_t)count > h_len)
+        return 0; /* a table larger than its segment: not trusted */
     uint32_t step = count > FP_SAMPLE ? count / FP_SAMPLE : 1, seen = 0, fp = 0;
     for (uint32_t k = 0; k < count && seen < FP_SAMPLE; k += step) {
         int32_t rel;
