@@ -29,6 +29,7 @@ system-deps: ## Install missing system packages (apt-get, only when something is
 	@missing=""; \
 	command -v cc >/dev/null 2>&1 || missing="$$missing build-essential"; \
 	$(PYTHON) -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
+	[ -e /usr/include/libaio.h ] || missing="$$missing libaio-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; \
@@ -98,3 +99,14 @@ shim: $(SHIM_SO) ## Build the record shim (C, LD_PRELOAD) into python/pcstream/_
 $(SHIM_SO): shim/src/pcshim.c shim/include/pcshim.h | system-deps
 	@mkdir -p $(dir $@)
 	cc $(SHIM_CFLAGS) -o $@ shim/src/pcshim.c -ldl -lpthread
+
+.PHONY: rocksdb-tools purity bench-record
+rocksdb-tools: ## Install db_bench (Debian rocksdb-tools) for the record purity test, if missing
+	@command -v db_bench >/dev/null 2>&1 || { \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq rocksdb-tools; }
+
+purity: install rocksdb-tools ## Record db_bench with every PC method; purity of the signatures
+	$(BIN)/python -m pcstream.purity --run
+
+bench-record: install ## Per-write overhead of pcstream record by PC method (median ns/write)
+	$(BIN)/python tools/bench_record.py

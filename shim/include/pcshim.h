@@ -6,6 +6,8 @@
  *   PCSHIM_DIR     absolute directory for the logs (required; the shim is inert without it)
  *   PCSHIM_METHOD  fp | scan | unwind | auto (default auto)
  *   PCSHIM_FRAMES  frames hashed into a signature, 1..64 (default 12)
+ *   The shim puts these (and itself in LD_PRELOAD) back into the environment of exec and
+ *   posix_spawn calls that drop them, so every descendant is recorded.
  *
  * Files, per process image (a new pair after fork and after exec), named <pid>.<start_ns>:
  *   <pid>.<start_ns>.bin  one pcshim_header, then fixed-size pcshim_record, little-endian, appended
@@ -14,7 +16,9 @@
  *       P <hash:16 hex> <len> <path bytes>\n         a path and its 64-bit hash (records carry the hash)
  *       S <sig:16 hex> <n>\n                         a signature seen for the first time, then n lines
  *       F <module:16 hex> <offset:hex> <len> <module path>\n   its frames, innermost first
- *       W <text>\n                                   a warning (io_uring use, unwind unavailable, ...)
+ *       W <text>\n                                   a warning (unwind unavailable, too many mappings,
+ *                                                    ...); "W io_uring: ..." once per process image
+ *                                                    that set up an io_uring (its ring I/O is not seen)
  *       E <records>\n                                the process image ended cleanly having logged
  *                                                    <records> records (absent: killed, records lost)
  */
@@ -28,7 +32,7 @@
 
 enum pcshim_op {
     PCSHIM_OP_OPEN = 1,       /* fd = new fd, flags = open flags, path */
-    PCSHIM_OP_WRITE = 2,      /* fd, offset, len = bytes written; flags bit 0 = via stdio */
+    PCSHIM_OP_WRITE = 2,      /* fd (-1 for msync), offset, len = bytes, flags = pcshim_write_via bits */
     PCSHIM_OP_FSYNC = 3,      /* fd */
     PCSHIM_OP_FDATASYNC = 4,  /* fd */
     PCSHIM_OP_SYNC_RANGE = 5, /* fd, offset, len, flags = sync_file_range flags */
@@ -41,6 +45,18 @@ enum pcshim_op {
     PCSHIM_OP_FORK = 12,      /* in the parent: offset = child pid */
     PCSHIM_OP_EXEC = 13,      /* path = program */
     PCSHIM_OP_EXIT = 14,      /* offset = exit status; flags = 1: status unknown (return from main) */
+    PCSHIM_OP_SPAWN = 15,     /* posix_spawn(p) in the parent: offset = child pid, path = program */
+};
+
+/* flags of PCSHIM_OP_WRITE: how the bytes reached the file (0 = a write/pwrite/writev call). */
+enum pcshim_write_via {
+    PCSHIM_VIA_STDIO = 1u << 0,    /* fwrite/fprintf/...: at the stdio call, offset = ftello */
+    PCSHIM_VIA_MSYNC = 1u << 1,    /* msync of a shared writable file mapping: the synced range */
+    PCSHIM_VIA_AIO = 1u << 2,      /* io_submit (libaio or syscall()): one record per write iocb, at submission */
+    PCSHIM_VIA_COPY = 1u << 3,     /* copy_file_range into this file */
+    PCSHIM_VIA_SENDFILE = 1u << 4, /* sendfile into this file (at its file position) */
+    PCSHIM_VIA_SPLICE = 1u << 5,   /* splice from a pipe into this file */
+    PCSHIM_VIA_SYSCALL = 1u << 6,  /* syscall(SYS_write|SYS_pwrite64, ...) */
 };
 
 /* First 32 bytes of every .bin file. */

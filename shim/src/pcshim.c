@@ -14,13 +14,18 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <linux/aio_abi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -39,6 +44,11 @@
 #define MAX_SEGS 2048
 #define SEEN_SLOTS 8192
 #define OUR_FD_FLOOR 900
+#define MAX_MAPS 1024      /* shared writable file mappings tracked for msync */
+#define SCAN_WORDS 512     /* scan: stack words examined above the hooked call (4 KiB) */
+#define MAX_MODULES 512    /* auto: per-module frame-pointer verdicts */
+#define FP_SAMPLE 256      /* auto: functions sampled per module */
+#define MAX_ENV 4096       /* exec/spawn: environment entries the shim can rewrite */
 
 enum { M_FP = 0, M_SCAN = 1, M_UNWIND = 2, M_AUTO = 3 };
 
@@ -96,12 +106,42 @@ DECL_REAL(int, vfprintf, FILE *, const char *, va_list);
 DECL_REAL(int, fclose, FILE *);
 DECL_REAL(FILE *, fopen, const char *, const char *);
 DECL_REAL(FILE *, fopen64, const char *, const char *);
+DECL_REAL(void *, mmap, void *, size_t, int, int, int, off_t);
+DECL_REAL(void *, mmap64, void *, size_t, int, int, int, off_t);
+DECL_REAL(int, munmap, void *, size_t);
+DECL_REAL(void *, mremap, void *, size_t, size_t, int, ...);
+DECL_REAL(int, msync, void *, size_t, int);
+DECL_REAL(int, io_submit, unsigned long, long, struct iocb **);
+DECL_REAL(long, syscall, long, ...);
+DECL_REAL(ssize_t, copy_file_range, int, off_t *, int, off_t *, size_t, unsigned int);
+DECL_REAL(ssize_t, sendfile, int, int, off_t *, size_t);
+DECL_REAL(ssize_t, sendfile64, int, int, off_t *, size_t);
+DECL_REAL(ssize_t, splice, int, off_t *, int, off_t *, size_t, unsigned int);
+DECL_REAL(int, posix_spawn, pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+          char *const[], char *const[]);
+DECL_REAL(int, posix_spawnp, pid_t *, const char *, const posix_spawn_file_actions_t *,
+          const posix_spawnattr_t *, char *const[], char *const[]);
+DECL_REAL(pid_t, _Fork, void);
+DECL_REAL(int, clone, int (*)(void *), void *, int, void *, ...);
+DECL_REAL(int, fexecve, int, char *const[], char *const[]);
+DECL_REAL(int, execveat, int, const char *, char *const[], char *const[], int);
+DECL_REAL(int, io_uring_queue_init, unsigned, void *, unsigned);
+DECL_REAL(int, io_uring_queue_init_params, unsigned, void *, void *);
+DECL_REAL(int, io_uring_queue_init_mem, unsigned, void *, void *, void *, size_t);
+DECL_REAL(int, io_uring_setup, unsigned, void *);
 
 #define RESOLVE(name)                                                       \
     do {                                                                    \
         if (!real_##name)                                                   \
             *(void **)(&real_##name) = dlsym(RTLD_NEXT, #name);             \
     } while (0)
+
+/* The shim's own system calls bypass its syscall() hook. */
+static long sc(long n, long a, long b, long c, long d)
+{
+    RESOLVE(syscall);
+    return real_syscall(n, a, b, c, d, 0L, 0L);
+}
 
 /* ---------- state ---------- */
 struct tbuf {
@@ -116,11 +156,12 @@ struct seg {
     uintptr_t lo, hi, bias;
     uint64_t module;
     const char *path;
-    int has_fp; /* auto: -1 unknown, 0 no, 1 yes */
+    int has_fp; /* auto: the module keeps frame pointers (see module_has_fp) */
 };
 
 struct segtab {
     int n;
+    uintptr_t lo, hi; /* span of all segments: a quick reject for stack words */
     struct seg s[MAX_SEGS];
 };
 
@@ -148,6 +189,13 @@ static pthread_key_t g_key;
 static int (*g_unw_backtrace)(void **, int);
 static uintptr_t g_self_lo, g_self_hi;
 static char g_exe[PATH_MAX];
+static atomic_int g_uring_warned;
+/* auto: module id -> frame-pointer verdict (1 yes, 0 no), kept across module-table rebuilds */
+static _Atomic(uint64_t) g_mod_id[MAX_MODULES];
+static _Atomic(int) g_mod_fp[MAX_MODULES];
+/* exec/spawn: the environment entries every descendant needs ("NAME=value") */
+static char g_self[PATH_MAX];
+static char g_env_dir[PATH_MAX + 16], g_env_method[32], g_env_frames[32];
 
 static TLS int t_guard;
 static TLS struct tbuf *t_buf;
@@ -187,7 +235,7 @@ static void write_all(int fd, const void *p, size_t n)
 {
     const char *c = p;
     while (n > 0 && fd >= 0) {
-        ssize_t r = syscall(SYS_write, fd, c, n);
+        ssize_t r = sc(SYS_write, fd, (long)c, (long)n, 0);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -316,9 +364,9 @@ static int move_high(int fd)
 {
     if (fd < 0)
         return fd;
-    int hi = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, OUR_FD_FLOOR);
+    int hi = (int)sc(SYS_fcntl, fd, F_DUPFD_CLOEXEC, OUR_FD_FLOOR, 0);
     if (hi >= 0) {
-        syscall(SYS_close, fd);
+        sc(SYS_close, fd, 0, 0, 0);
         return hi;
     }
     return fd;
@@ -330,9 +378,9 @@ static void open_logs(void)
     uint64_t start = now_ns();
     g_pid = (uint32_t)getpid();
     snprintf(name, sizeof name, "%s/%u.%llu.bin", g_dir, g_pid, (unsigned long long)start);
-    g_bin = move_high((int)syscall(SYS_openat, AT_FDCWD, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    g_bin = move_high((int)sc(SYS_openat, AT_FDCWD, (long)name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
     snprintf(name, sizeof name, "%s/%u.%llu.txt", g_dir, g_pid, (unsigned long long)start);
-    g_txt = move_high((int)syscall(SYS_openat, AT_FDCWD, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    g_txt = move_high((int)sc(SYS_openat, AT_FDCWD, (long)name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
     struct pcshim_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, PCSHIM_MAGIC, 8);
@@ -405,7 +453,7 @@ static struct tbuf *my_buf(void)
         return t_buf;
     struct tbuf *b = &t_storage;
     b->used = 0;
-    b->tid = (uint32_t)syscall(SYS_gettid);
+    b->tid = (uint32_t)sc(SYS_gettid, 0, 0, 0, 0);
     pthread_attr_t attr;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
         void *addr;
@@ -447,6 +495,74 @@ static uint64_t build_id_hash(const struct dl_phdr_info *info)
     return 0;
 }
 
+/* Does this module keep frame pointers? Decided once per module, from its code: sample up to
+ * FP_SAMPLE function entries of its .eh_frame_hdr search table (every function with unwind info)
+ * and count those that open with `push %rbp; mov %rsp,%rbp` (after an optional endbr64). Code
+ * built with -fno-omit-frame-pointer has that prologue in 40-75 % of its entries (leaves, thunks
+ * and .cold parts have none); code built without it in under 3 %. Threshold 20 %. Static, so
+ * the verdict (and with it every auto signature) is the same in every run. */
+static int eh_fp_ratio_ok(const struct dl_phdr_info *info)
+{
+    const unsigned char *h = NULL;
+    size_t h_len = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) {
+            h = (const unsigned char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            h_len = info->dlpi_phdr[i].p_memsz;
+        }
+    /* version 1, fde_count udata4, table datarel|sdata4: what GNU ld and lld write */
+    if (!h || h_len < 12 || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+        return 0;
+    size_t ptr_len;
+    switch (h[1] & 0x0f) {
+    case 0x03: case 0x0b: ptr_len = 4; break;
+    case 0x04: case 0x0c: ptr_len = 8; break;
+    default: ptr_len = h[1] == 0xff ? 0 : 8; break;
+    }
+    uint32_t count;
+    memcpy(&count, h + 4 + ptr_len, 4);
+    const unsigned char *tab = h + 8 + ptr_len;
+    if (count == 0 || 8 + ptr_len + 8 * (size_t)count > h_len)
+        return 0; /* a table larger than its segment: not trusted */
+    uint32_t step = count > FP_SAMPLE ? count / FP_SAMPLE : 1, seen = 0, fp = 0;
+    for (uint32_t k = 0; k < count && seen < FP_SAMPLE; k += step) {
+        int32_t rel;
+        memcpy(&rel, tab + 8 * (size_t)k, 4);
+        uintptr_t at = (uintptr_t)h + (intptr_t)rel;
+        int inside = 0;
+        for (int i = 0; i < info->dlpi_phnum && !inside; i++) {
+            const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+            uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+            inside = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && at >= lo && at + 8 <= lo + ph->p_memsz;
+        }
+        if (!inside)
+            continue;
+        const unsigned char *c = (const unsigned char *)at;
+        if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+            c += 4; /* endbr64 */
+        seen++;
+        fp += c[0] == 0x55 && c[1] == 0x48 && c[2] == 0x89 && c[3] == 0xe5;
+    }
+    return seen > 0 && fp * 5 >= seen;
+}
+
+static int module_has_fp(const struct dl_phdr_info *info, uint64_t id)
+{
+    for (unsigned i = 0; i < MAX_MODULES; i++) {
+        unsigned slot = (unsigned)(id + i) & (MAX_MODULES - 1);
+        uint64_t cur = atomic_load(&g_mod_id[slot]);
+        if (cur == id)
+            return atomic_load(&g_mod_fp[slot]);
+        if (cur == 0) {
+            int v = eh_fp_ratio_ok(info);
+            atomic_store(&g_mod_fp[slot], v);
+            atomic_store(&g_mod_id[slot], id); /* the table is only written under g_seg_mu */
+            return v;
+        }
+    }
+    return eh_fp_ratio_ok(info);
+}
+
 static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -455,17 +571,20 @@ static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
     uint64_t id = build_id_hash(info);
     if (!id)
         id = hash_bytes(path, strlen(path));
+    int has_fp = -1;
     for (int i = 0; i < info->dlpi_phnum && t->n < MAX_SEGS; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
             continue;
+        if (has_fp < 0)
+            has_fp = g_method == M_AUTO ? module_has_fp(info, id) : 0;
         struct seg *s = &t->s[t->n++];
         s->lo = info->dlpi_addr + ph->p_vaddr;
         s->hi = s->lo + ph->p_memsz;
         s->bias = info->dlpi_addr;
         s->module = id;
         s->path = strdup(path); /* leaked with the table: tables are replaced, never freed */
-        s->has_fp = -1;
+        s->has_fp = has_fp;
     }
     return 0;
 }
@@ -487,6 +606,10 @@ static struct segtab *segs(void)
             atomic_store(&g_segs_dirty, 0);
             dl_iterate_phdr(seg_cb, t);
             qsort(t->s, (size_t)t->n, sizeof t->s[0], seg_cmp);
+            if (t->n > 0) {
+                t->lo = t->s[0].lo;
+                t->hi = t->s[t->n - 1].hi;
+            }
             atomic_store(&g_segs, t); /* the old table is leaked: readers may still use it */
         }
     }
@@ -496,7 +619,7 @@ static struct segtab *segs(void)
 
 static struct seg *find_seg(struct segtab *t, uintptr_t a)
 {
-    if (!t)
+    if (!t || a < t->lo || a >= t->hi)
         return NULL;
     int lo = 0, hi = t->n - 1;
     while (lo <= hi) {
@@ -514,29 +637,48 @@ static struct seg *find_seg(struct segtab *t, uintptr_t a)
 /* ---------- stack walkers ---------- */
 static int in_self(uintptr_t a) { return a >= g_self_lo && a < g_self_hi; }
 
-__attribute__((noinline)) static int walk_fp(struct tbuf *b, struct segtab *t, uintptr_t *out, int max, int *clean)
+static int frame_ok(const struct tbuf *b, uintptr_t f) { return f >= b->stack_lo && f + 16 <= b->stack_hi && !(f & 7); }
+
+/* The frame record of the hook that was called by the program: the first record, following the
+ * shim's own rbp chain (the shim is built with frame pointers), whose return address lies outside
+ * the shim. Its fp[1] is the return address of the hooked call; NULL if the chain is broken. */
+__attribute__((noinline)) static uintptr_t *hook_frame(const struct tbuf *b)
 {
     uintptr_t *fp = __builtin_frame_address(0);
+    for (int guard = 0; guard < 64; guard++) {
+        if (!frame_ok(b, (uintptr_t)fp))
+            return NULL;
+        if (!in_self(fp[1]))
+            return fp;
+        if (fp[0] <= (uintptr_t)fp)
+            return NULL;
+        fp = (uintptr_t *)fp[0];
+    }
+    return NULL;
+}
+
+/* fp: follow the rbp chain from the hook's record. *ended = 1 if the chain stopped before `max`
+ * frames (null or invalid next record): then the last frame's own record was read too. */
+static int walk_fp(struct tbuf *b, struct segtab *t, uintptr_t *out, struct seg **sg, int max, int *ended)
+{
+    uintptr_t *fp = hook_frame(b);
     int n = 0;
-    *clean = 0;
-    while (n < max) {
-        uintptr_t f = (uintptr_t)fp;
-        if (f < b->stack_lo || f + 16 > b->stack_hi || (f & 7))
-            return n;
+    *ended = 1;
+    while (fp && n < max) {
         uintptr_t next = fp[0], ret = fp[1];
-        if (!find_seg(t, ret))
+        /* consecutive frames are mostly in one module: try the previous frame's segment first */
+        struct seg *s = n > 0 && ret >= sg[n - 1]->lo && ret < sg[n - 1]->hi ? sg[n - 1] : find_seg(t, ret);
+        if (!s)
             return n;
-        if (!in_self(ret))
-            out[n++] = ret;
-        if (next == 0) {
-            *clean = 1;
-            return n;
-        }
-        if (next <= f)
+        sg[n] = s;
+        out[n++] = ret;
+        if (n == max)
+            break;
+        if (next <= (uintptr_t)fp || !frame_ok(b, next))
             return n;
         fp = (uintptr_t *)next;
     }
-    *clean = 1;
+    *ended = n < max;
     return n;
 }
 
@@ -553,38 +695,64 @@ static int after_call(const struct seg *s, uintptr_t a)
         return 1; /* call *disp32(%reg) */
     if (a - 6 >= s->lo && p[-6] == 0xff && p[-5] == 0x15)
         return 1; /* call *rel32(%rip) */
+    if (a - 3 >= s->lo && p[-3] == 0x41 && p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0)
+        return 1; /* call *%r8..%r15 */
     return 0;
 }
 
-__attribute__((noinline)) static int walk_scan(struct tbuf *b, struct segtab *t, uintptr_t *out, int max)
+/* scan: the stack words above the hooked call, from the hook's return-address slot upward (the
+ * shim's own frames, whose uninitialised locals hold stale addresses, are never read), at most
+ * SCAN_WORDS words; keep the values that lie in an executable segment outside the shim and follow
+ * a call instruction. The first is the exact return address of the hooked call. */
+static int walk_scan(struct tbuf *b, struct segtab *t, uintptr_t *out, struct seg **sg, int max)
 {
-    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-    const uintptr_t *w = (const uintptr_t *)here;
+    uintptr_t *fp = hook_frame(b);
+    if (!fp)
+        return 0;
+    const uintptr_t *w = fp + 1;
     int n = 0;
-    for (int i = 0; i < 1024 && n < max; i++, w++) {
+    for (int i = 0; i < SCAN_WORDS && n < max; i++, w++) {
         if ((uintptr_t)(w + 1) > b->stack_hi)
             break;
         struct seg *s = find_seg(t, *w);
-        if (s && !in_self(*w) && after_call(s, *w))
+        if (s && !in_self(*w) && after_call(s, *w)) {
+            sg[n] = s;
             out[n++] = *w;
+        }
     }
     return n;
 }
 
-static int walk_unwind(uintptr_t *out, int max)
+static int walk_unwind(struct segtab *t, uintptr_t *out, struct seg **sg, int max)
 {
     void *tmp[MAX_FRAMES + 8];
     int got = g_unw_backtrace(tmp, max + 8 < MAX_FRAMES + 8 ? max + 8 : MAX_FRAMES + 8);
     int n = 0;
     for (int i = 0; i < got && n < max; i++) {
         uintptr_t a = (uintptr_t)tmp[i];
-        if (!in_self(a))
-            out[n++] = a;
+        if (in_self(a))
+            continue;
+        sg[n] = find_seg(t, a);
+        out[n++] = a;
     }
     return n;
 }
 
-static void emit_sig(uint64_t sig, struct segtab *t, const uintptr_t *pcs, int n)
+/* auto: the fp walk is right if every record it read belongs to a module that keeps frame
+ * pointers: the records of the functions holding frames 0..n-2, and of frame n-1 too when the
+ * chain ended early (it supplied the end). */
+static int fp_trusted(struct seg **sg, int n, int ended)
+{
+    if (n == 0)
+        return 0;
+    int need = ended ? n : n - 1;
+    for (int i = 0; i < need; i++)
+        if (!sg[i] || sg[i]->has_fp != 1)
+            return 0;
+    return 1;
+}
+
+static void emit_sig(uint64_t sig, struct seg **sg, const uintptr_t *pcs, int n)
 {
     char line[8192];
     size_t at = put_str(line, 0, sizeof line, "S ");
@@ -593,7 +761,7 @@ static void emit_sig(uint64_t sig, struct segtab *t, const uintptr_t *pcs, int n
     at = put_dec(line, at, sizeof line, (uint64_t)n);
     line[at++] = '\n';
     for (int i = 0; i < n; i++) {
-        struct seg *s = find_seg(t, pcs[i]);
+        struct seg *s = sg[i];
         const char *path = s ? s->path : "?";
         size_t len = strlen(path);
         if (at + len + 64 > sizeof line)
@@ -611,30 +779,31 @@ static void emit_sig(uint64_t sig, struct segtab *t, const uintptr_t *pcs, int n
     txt_line(line, at);
 }
 
-static uint64_t signature(struct tbuf *b, uint16_t *nframes)
+__attribute__((noinline)) static uint64_t signature(struct tbuf *b, uint16_t *nframes)
 {
     struct segtab *t = segs();
     uintptr_t pcs[MAX_FRAMES];
-    int n = 0, clean = 0;
+    struct seg *sg[MAX_FRAMES];
+    int n = 0, ended = 0;
     switch (g_method) {
     case M_FP:
-        n = walk_fp(b, t, pcs, g_frames, &clean);
+        n = walk_fp(b, t, pcs, sg, g_frames, &ended);
         break;
     case M_SCAN:
-        n = walk_scan(b, t, pcs, g_frames);
+        n = walk_scan(b, t, pcs, sg, g_frames);
         break;
     case M_UNWIND:
-        n = g_unw_backtrace ? walk_unwind(pcs, g_frames) : walk_fp(b, t, pcs, g_frames, &clean);
+        n = g_unw_backtrace ? walk_unwind(t, pcs, sg, g_frames) : walk_fp(b, t, pcs, sg, g_frames, &ended);
         break;
     default:
-        n = walk_fp(b, t, pcs, g_frames, &clean);
-        if (!clean && g_unw_backtrace)
-            n = walk_unwind(pcs, g_frames);
+        n = walk_fp(b, t, pcs, sg, g_frames, &ended);
+        if (g_unw_backtrace && !fp_trusted(sg, n, ended))
+            n = walk_unwind(t, pcs, sg, g_frames);
         break;
     }
     uint64_t h = 0x9e3779b97f4a7c15ULL;
     for (int i = 0; i < n; i++) {
-        struct seg *s = find_seg(t, pcs[i]);
+        struct seg *s = sg[i];
         uint64_t off = s ? pcs[i] - s->bias : pcs[i];
         h = mix64(h ^ mix64((s ? s->module : 0) + 0x632be59bd9b4e019ULL * off));
     }
@@ -642,19 +811,32 @@ static uint64_t signature(struct tbuf *b, uint16_t *nframes)
         h = 1;
     *nframes = (uint16_t)n;
     if (seen_insert(g_seen_sig, h))
-        emit_sig(h, t, pcs, n);
+        emit_sig(h, sg, pcs, n);
     return h;
 }
 
 /* ---------- recording ---------- */
-static void add_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
-                       uint64_t path, uint64_t aux, int want_pc)
+/* One PC for several records of one call (io_submit, msync over several mappings). */
+struct pc_once {
+    int done;
+    uint16_t nframes;
+    uint64_t pc;
+};
+
+static void push_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
+                        uint64_t path, uint64_t aux, struct pc_once *pc)
 {
     struct tbuf *b = my_buf();
     struct pcshim_record r;
     memset(&r, 0, sizeof r);
-    if (want_pc)
-        r.pc = signature(b, &r.nframes);
+    if (pc) {
+        if (!pc->done) {
+            pc->pc = signature(b, &pc->nframes);
+            pc->done = 1;
+        }
+        r.pc = pc->pc;
+        r.nframes = pc->nframes;
+    }
     r.ts_ns = now_ns();
     r.offset = offset;
     r.len = len;
@@ -673,6 +855,13 @@ static void add_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t f
         flush_buf(b);
     unlock_buf(b);
     atomic_fetch_add(&g_records, 1);
+}
+
+static void add_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
+                       uint64_t path, uint64_t aux, int want_pc)
+{
+    struct pc_once pc = {0, 0, 0};
+    push_record(op, fd, offset, len, flags, dev, ino, path, aux, want_pc ? &pc : NULL);
 }
 
 /* Learn what fd is (regular file: its dev, ino, path). Returns the entry if tracked. */
@@ -770,9 +959,20 @@ static void on_exit_flush(int status, int record)
     t_guard = was;
 }
 
+/* Once per process image: this process set up an io_uring (the converter counts these lines). */
+static void uring_used(void)
+{
+    if (!g_active || atomic_exchange(&g_uring_warned, 1))
+        return;
+    int was = t_guard;
+    t_guard = 1;
+    warn("io_uring: this process set up an io_uring; the I/O it submits through the ring is not recorded");
+    t_guard = was;
+}
+
 static void final_checks(void)
 {
-    /* io_uring rings still open at exit (their writes are invisible to the shim). */
+    /* io_uring rings still open at exit, set up by a path no hook saw (inline system calls). */
     DIR *d = opendir("/proc/self/fd");
     if (d) {
         struct dirent *de;
@@ -789,7 +989,7 @@ static void final_checks(void)
         }
         closedir(d);
         if (rings)
-            warn("io_uring: the program set up io_uring; its writes are not recorded");
+            uring_used();
     }
 }
 
@@ -865,13 +1065,14 @@ static void atfork_child(void)
     if (t_buf) {
         t_buf->used = 0;
         atomic_store(&t_buf->lock, 0);
-        t_buf->tid = (uint32_t)syscall(SYS_gettid);
+        t_buf->tid = (uint32_t)sc(SYS_gettid, 0, 0, 0, 0);
         atomic_store(&g_threads[0], t_buf);
     }
-    syscall(SYS_close, g_bin);
-    syscall(SYS_close, g_txt);
+    sc(SYS_close, g_bin, 0, 0, 0);
+    sc(SYS_close, g_txt, 0, 0, 0);
     g_finished = 0;
     g_exit_recorded = 0;
+    atomic_store(&g_uring_warned, 0);
     open_logs();
 }
 
@@ -886,7 +1087,10 @@ static void resolve_all(void)
     RESOLVE(dup2); RESOLVE(dup3); RESOLVE(fcntl); RESOLVE(fcntl64); RESOLVE(fork); RESOLVE(execve);
     RESOLVE(execv); RESOLVE(execvp); RESOLVE(execvpe); RESOLVE(exit); RESOLVE(_exit); RESOLVE(_Exit);
     RESOLVE(dlopen); RESOLVE(dlclose); RESOLVE(fwrite); RESOLVE(fputs); RESOLVE(fputc); RESOLVE(putc);
-    RESOLVE(vfprintf); RESOLVE(fclose); RESOLVE(fopen); RESOLVE(fopen64);
+    RESOLVE(vfprintf); RESOLVE(fclose); RESOLVE(fopen); RESOLVE(fopen64); RESOLVE(mmap); RESOLVE(mmap64);
+    RESOLVE(munmap); RESOLVE(mremap); RESOLVE(msync); RESOLVE(syscall); RESOLVE(copy_file_range);
+    RESOLVE(sendfile); RESOLVE(sendfile64); RESOLVE(splice); RESOLVE(posix_spawn); RESOLVE(posix_spawnp);
+    RESOLVE(_Fork); RESOLVE(clone); RESOLVE(fexecve); RESOLVE(execveat);
 }
 
 static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -931,6 +1135,13 @@ __attribute__((constructor)) static void pcshim_init(void)
         int v = atoi(f);
         g_frames = v < 1 ? 1 : v > MAX_FRAMES ? MAX_FRAMES : v;
     }
+    static const char *const method_names[] = {"fp", "scan", "unwind", "auto"};
+    snprintf(g_env_dir, sizeof g_env_dir, "PCSHIM_DIR=%s", g_dir);
+    snprintf(g_env_method, sizeof g_env_method, "PCSHIM_METHOD=%s", method_names[g_method]);
+    snprintf(g_env_frames, sizeof g_env_frames, "PCSHIM_FRAMES=%d", g_frames);
+    Dl_info self;
+    if (dladdr((void *)&pcshim_init, &self) && self.dli_fname && self.dli_fname[0] == '/')
+        snprintf(g_self, sizeof g_self, "%s", self.dli_fname);
     ssize_t n = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     g_exe[n > 0 ? n : 0] = 0;
     dl_iterate_phdr(self_cb, (void *)(uintptr_t)&pcshim_init);
@@ -938,11 +1149,18 @@ __attribute__((constructor)) static void pcshim_init(void)
     open_logs();
     if (g_method == M_UNWIND || g_method == M_AUTO) {
         void *h = real_dlopen ? real_dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : NULL;
-        if (h)
+        if (h) {
             *(void **)(&g_unw_backtrace) = dlsym(h, "unw_backtrace");
-        if (!g_unw_backtrace)
+            /* libunwind's default global cache takes a lock per walk; a per-thread cache does not */
+            int (*set_policy)(void *, int);
+            *(void **)(&set_policy) = dlsym(h, "_ULx86_64_set_caching_policy");
+            void **space = dlsym(h, "_ULx86_64_local_addr_space");
+            if (set_policy && space)
+                set_policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
+        }
+        if (!g_unw_backtrace) {
             warn("unwind: libunwind.so.8 not found; using the frame-pointer walk instead");
-        else if (g_method == M_UNWIND || g_method == M_AUTO) {
+        } else {
             void *warm[4];
             g_unw_backtrace(warm, 4);
         }
@@ -1295,7 +1513,7 @@ static void vacate(int fd)
 {
     if (!g_active || !is_our_fd(fd))
         return;
-    int moved = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd + 1);
+    int moved = (int)sc(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd + 1, 0);
     if (moved < 0)
         return;
     if (fd == g_bin)
@@ -1362,14 +1580,14 @@ EXPORT pid_t fork(void)
     return r;
 }
 
-static void before_exec(const char *p)
+static void before_exec_at(int dirfd, const char *p)
 {
     if (!enter())
         return;
     int e = errno;
     char abs[PATH_MAX];
     uint64_t h = 0;
-    if (p && strchr(p, '/') && abs_path(AT_FDCWD, p, abs, sizeof abs) == 0)
+    if (p && strchr(p, '/') && abs_path(dirfd, p, abs, sizeof abs) == 0)
         h = intern_path(abs);
     else if (p)
         h = intern_path(p);
@@ -1380,32 +1598,274 @@ static void before_exec(const char *p)
     leave();
 }
 
+static void before_exec(const char *p) { before_exec_at(AT_FDCWD, p); }
+
+/* The environment a new image gets: `envp` itself when it carries the shim's variables and the
+ * shim in LD_PRELOAD, else a copy in `out` (room for MAX_ENV + 6 entries) with them put back
+ * (`pre` holds a rebuilt LD_PRELOAD entry). Programs that clear their environment before exec
+ * (or spawn with a minimal one) stay recorded this way. */
+static char *const *fix_env(char *const *envp, char **out, char *pre, size_t pre_cap)
+{
+    if (!g_active || !g_self[0])
+        return envp;
+    const char *preload = NULL;
+    int dir = 0, method = 0, frames = 0, n = 0;
+    for (char *const *e = envp; e && *e; e++, n++) {
+        if (!strncmp(*e, "LD_PRELOAD=", 11))
+            preload = *e;
+        else if (!strcmp(*e, g_env_dir))
+            dir = 1;
+        else if (!strcmp(*e, g_env_method))
+            method = 1;
+        else if (!strcmp(*e, g_env_frames))
+            frames = 1;
+    }
+    int has_self = preload && strstr(preload + 11, g_self);
+    if ((dir && method && frames && has_self) || n > MAX_ENV)
+        return envp;
+    int m = 0;
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "PCSHIM_DIR=", 11) && strncmp(*e, "PCSHIM_METHOD=", 14) &&
+            strncmp(*e, "PCSHIM_FRAMES=", 14))
+            out[m++] = *e;
+    out[m++] = g_env_dir;
+    out[m++] = g_env_method;
+    out[m++] = g_env_frames;
+    if (has_self) {
+        out[m++] = (char *)preload;
+    } else {
+        size_t at = put_str(pre, 0, pre_cap - 1, "LD_PRELOAD=");
+        at = put_str(pre, at, pre_cap - 1, g_self);
+        if (preload && preload[11]) {
+            at = put_str(pre, at, pre_cap - 1, ":");
+            at = put_str(pre, at, pre_cap - 1, preload + 11);
+        }
+        pre[at] = 0;
+        out[m++] = pre;
+    }
+    out[m] = NULL;
+    return out;
+}
+
+#define ENV_BUFS                                                            \
+    char *env_out[MAX_ENV + 6];                                             \
+    char env_pre[2 * PATH_MAX]
+#define FIXED(envp) ((char *const *)fix_env(envp, env_out, env_pre, sizeof env_pre))
+
 EXPORT int execve(const char *p, char *const argv[], char *const envp[])
 {
     RESOLVE(execve);
+    ENV_BUFS;
     before_exec(p);
-    return real_execve(p, argv, envp);
+    return real_execve(p, argv, FIXED(envp));
 }
 
 EXPORT int execv(const char *p, char *const argv[])
 {
-    RESOLVE(execv);
+    RESOLVE(execve);
+    ENV_BUFS;
     before_exec(p);
-    return real_execv(p, argv);
+    return real_execve(p, argv, FIXED(environ));
 }
 
 EXPORT int execvp(const char *p, char *const argv[])
 {
-    RESOLVE(execvp);
+    RESOLVE(execvpe);
+    ENV_BUFS;
     before_exec(p);
-    return real_execvp(p, argv);
+    return real_execvpe(p, argv, FIXED(environ));
 }
 
 EXPORT int execvpe(const char *p, char *const argv[], char *const envp[])
 {
     RESOLVE(execvpe);
+    ENV_BUFS;
     before_exec(p);
-    return real_execvpe(p, argv, envp);
+    return real_execvpe(p, argv, FIXED(envp));
+}
+
+/* execl, execle, execlp: glibc calls execve internally (no PLT), so they are hooked themselves. */
+#define COLLECT_ARGS(arg0, ap, argv, with_env, envp_out)                    \
+    int argc_ = 1;                                                          \
+    va_start(ap, arg0);                                                     \
+    while (va_arg(ap, char *))                                              \
+        argc_++;                                                            \
+    va_end(ap);                                                             \
+    if (argc_ > MAX_ENV) {                                                  \
+        errno = E2BIG;                                                      \
+        return -1;                                                          \
+    }                                                                       \
+    char *argv[argc_ + 1];                                                  \
+    argv[0] = (char *)(arg0);                                               \
+    va_start(ap, arg0);                                                     \
+    for (int i_ = 1; i_ <= argc_; i_++)                                     \
+        argv[i_] = va_arg(ap, char *);                                      \
+    if (with_env)                                                           \
+        envp_out = va_arg(ap, char *const *);                                \
+    va_end(ap)
+
+EXPORT int execl(const char *p, const char *arg, ...)
+{
+    RESOLVE(execve);
+    va_list ap;
+    char *const *unused = NULL;
+    COLLECT_ARGS(arg, ap, argv, 0, unused);
+    (void)unused;
+    ENV_BUFS;
+    before_exec(p);
+    return real_execve(p, argv, FIXED(environ));
+}
+
+EXPORT int execle(const char *p, const char *arg, ...)
+{
+    RESOLVE(execve);
+    va_list ap;
+    char *const *envp = NULL;
+    COLLECT_ARGS(arg, ap, argv, 1, envp);
+    ENV_BUFS;
+    before_exec(p);
+    return real_execve(p, argv, FIXED(envp));
+}
+
+EXPORT int execlp(const char *p, const char *arg, ...)
+{
+    RESOLVE(execvpe);
+    va_list ap;
+    char *const *unused = NULL;
+    COLLECT_ARGS(arg, ap, argv, 0, unused);
+    (void)unused;
+    ENV_BUFS;
+    before_exec(p);
+    return real_execvpe(p, argv, FIXED(environ));
+}
+
+EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    RESOLVE(fexecve);
+    ENV_BUFS;
+    char link[64], target[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    target[n > 0 ? n : 0] = 0;
+    before_exec(n > 0 ? target : NULL);
+    return real_fexecve(fd, argv, FIXED(envp));
+}
+
+EXPORT int execveat(int dirfd, const char *p, char *const argv[], char *const envp[], int flags)
+{
+    RESOLVE(execveat);
+    if (!real_execveat) {
+        errno = ENOSYS;
+        return -1;
+    }
+    ENV_BUFS;
+    before_exec_at(dirfd, p);
+    return real_execveat(dirfd, p, argv, FIXED(envp), flags);
+}
+
+/* posix_spawn(p): glibc's clone+exec runs inside libc (no hook sees it); the child's new image
+ * starts its own shim from the (fixed) environment. The parent records a spawn. */
+static void rec_spawn(pid_t child, const char *p)
+{
+    if (!enter())
+        return;
+    int e = errno;
+    char abs[PATH_MAX];
+    uint64_t h = 0;
+    if (p && strchr(p, '/') && abs_path(AT_FDCWD, p, abs, sizeof abs) == 0)
+        h = intern_path(abs);
+    else if (p)
+        h = intern_path(p);
+    add_record(PCSHIM_OP_SPAWN, -1, (uint64_t)child, 0, 0, 0, 0, h, 0, 1);
+    errno = e;
+    leave();
+}
+
+EXPORT int posix_spawn(pid_t *pid, const char *p, const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    RESOLVE(posix_spawn);
+    ENV_BUFS;
+    pid_t child = 0;
+    int r = real_posix_spawn(&child, p, fa, attr, argv, FIXED(envp));
+    if (r == 0) {
+        if (pid)
+            *pid = child;
+        rec_spawn(child, p);
+    }
+    return r;
+}
+
+EXPORT int posix_spawnp(pid_t *pid, const char *p, const posix_spawn_file_actions_t *fa,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    RESOLVE(posix_spawnp);
+    ENV_BUFS;
+    pid_t child = 0;
+    int r = real_posix_spawnp(&child, p, fa, attr, argv, FIXED(envp));
+    if (r == 0) {
+        if (pid)
+            *pid = child;
+        rec_spawn(child, p);
+    }
+    return r;
+}
+
+/* vfork: the child would share the parent's memory and so the shim's buffers and log files;
+ * served as fork, which POSIX allows (a vfork child may only exec or _exit). */
+EXPORT pid_t vfork(void) { return fork(); }
+
+static void rec_fork(pid_t child)
+{
+    if (child > 0 && enter()) {
+        int e = errno;
+        add_record(PCSHIM_OP_FORK, -1, (uint64_t)child, 0, 0, 0, 0, 0, 0, 1);
+        errno = e;
+        leave();
+    }
+}
+
+/* _Fork runs no atfork handlers: the child starts its logs here. */
+EXPORT pid_t _Fork(void)
+{
+    RESOLVE(_Fork);
+    pid_t r = real__Fork();
+    if (r == 0)
+        atfork_child();
+    else
+        rec_fork(r);
+    return r;
+}
+
+/* clone() without CLONE_VM makes a new process that runs no atfork handler. */
+struct clone_tramp {
+    int (*fn)(void *);
+    void *arg;
+};
+
+static int clone_child(void *p)
+{
+    struct clone_tramp t = *(struct clone_tramp *)p; /* the child's copy of the parent's frame */
+    atfork_child();
+    int status = t.fn(t.arg);
+    if (!t_guard)
+        finish(status, 1); /* glibc's clone ends the child with a bare exit system call */
+    return status;
+}
+
+EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
+{
+    RESOLVE(clone);
+    va_list ap;
+    va_start(ap, arg);
+    void *ptid = va_arg(ap, void *), *tls = va_arg(ap, void *), *ctid = va_arg(ap, void *);
+    va_end(ap);
+    if (!g_active || (flags & CLONE_VM))
+        return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
+    struct clone_tramp t = {fn, arg};
+    int r = real_clone(clone_child, stack, flags, &t, ptid, tls, ctid);
+    rec_fork(r);
+    return r;
 }
 
 EXPORT void exit(int status)
@@ -1581,3 +2041,357 @@ static int mode_flags(const char *m)
     }
 FOPEN_HOOK(fopen)
 FOPEN_HOOK(fopen64)
+
+
+/* ---------- shared file mappings: msync of a range is recorded as a write of that range ---------- */
+struct fmap {
+    uintptr_t lo, hi; /* mapped addresses [lo, hi) */
+    uint64_t off;     /* file offset of lo */
+    uint64_t dev, ino, path;
+};
+
+static struct fmap g_maps[MAX_MAPS];
+static int g_nmaps;
+static atomic_int g_maps_any;
+static int g_maps_warned;
+static pthread_mutex_t g_map_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uintptr_t page_up(uintptr_t v)
+{
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+    return (v + ps - 1) & ~(ps - 1);
+}
+
+/* Forget [lo, hi): trim, split or drop the tracked mappings it overlaps. Requires g_map_mu. */
+static void maps_cut(uintptr_t lo, uintptr_t hi)
+{
+    for (int i = 0; i < g_nmaps; i++) {
+        struct fmap *m = &g_maps[i];
+        if (hi <= m->lo || lo >= m->hi)
+            continue;
+        if (lo <= m->lo && hi >= m->hi) {
+            g_maps[i--] = g_maps[--g_nmaps];
+        } else if (lo <= m->lo) {
+            m->off += hi - m->lo;
+            m->lo = hi;
+        } else if (hi >= m->hi) {
+            m->hi = lo;
+        } else {
+            struct fmap tail = *m;
+            tail.off += hi - m->lo;
+            tail.lo = hi;
+            m->hi = lo;
+            if (g_nmaps < MAX_MAPS)
+                g_maps[g_nmaps++] = tail;
+        }
+    }
+    atomic_store(&g_maps_any, g_nmaps > 0);
+}
+
+static void maps_add(uintptr_t lo, uintptr_t hi, uint64_t off, const struct fdinfo *e)
+{
+    pthread_mutex_lock(&g_map_mu);
+    maps_cut(lo, hi);
+    int full = g_nmaps == MAX_MAPS;
+    if (!full)
+        g_maps[g_nmaps++] = (struct fmap){lo, hi, off, e->dev, e->ino, e->path};
+    atomic_store(&g_maps_any, g_nmaps > 0);
+    pthread_mutex_unlock(&g_map_mu);
+    if (full && !g_maps_warned) {
+        g_maps_warned = 1;
+        warn("msync: more than 1024 shared writable file mappings; msync of the others is not recorded");
+    }
+}
+
+static void after_mmap(void *r, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (r == MAP_FAILED || !g_active)
+        return;
+    int type = flags & MAP_TYPE;
+    if ((type == MAP_SHARED || type == MAP_SHARED_VALIDATE) && (prot & PROT_WRITE) && fd >= 0 && enter()) {
+        int e = errno;
+        struct fdinfo *info = fd_get(fd);
+        if (info)
+            maps_add((uintptr_t)r, (uintptr_t)r + page_up(len), (uint64_t)off, info);
+        errno = e;
+        leave();
+    } else if ((flags & MAP_FIXED) && atomic_load(&g_maps_any)) {
+        pthread_mutex_lock(&g_map_mu);
+        maps_cut((uintptr_t)r, (uintptr_t)r + page_up(len));
+        pthread_mutex_unlock(&g_map_mu);
+    }
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    RESOLVE(mmap);
+    void *r = real_mmap(addr, len, prot, flags, fd, off);
+    after_mmap(r, len, prot, flags, fd, off);
+    return r;
+}
+
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    RESOLVE(mmap64);
+    void *r = real_mmap64(addr, len, prot, flags, fd, off);
+    after_mmap(r, len, prot, flags, fd, off);
+    return r;
+}
+
+EXPORT int munmap(void *addr, size_t len)
+{
+    RESOLVE(munmap);
+    int r = real_munmap(addr, len);
+    if (r == 0 && atomic_load(&g_maps_any)) {
+        pthread_mutex_lock(&g_map_mu);
+        maps_cut((uintptr_t)addr, (uintptr_t)addr + page_up(len));
+        pthread_mutex_unlock(&g_map_mu);
+    }
+    return r;
+}
+
+EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+    RESOLVE(mremap);
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    void *r = real_mremap(old, old_len, new_len, flags, want);
+    if (r != MAP_FAILED && atomic_load(&g_maps_any)) {
+        uintptr_t lo = (uintptr_t)old, hi = lo + page_up(old_len);
+        pthread_mutex_lock(&g_map_mu);
+        struct fmap moved = {0, 0, 0, 0, 0, 0};
+        for (int i = 0; i < g_nmaps; i++)
+            if (lo >= g_maps[i].lo && lo < g_maps[i].hi) {
+                moved = g_maps[i];
+                moved.off += lo - g_maps[i].lo;
+                break;
+            }
+        if (!(flags & MREMAP_DONTUNMAP))
+            maps_cut(lo, hi);
+        if (moved.hi) {
+            maps_cut((uintptr_t)r, (uintptr_t)r + page_up(new_len));
+            moved.lo = (uintptr_t)r;
+            moved.hi = (uintptr_t)r + page_up(new_len);
+            if (g_nmaps < MAX_MAPS)
+                g_maps[g_nmaps++] = moved;
+        }
+        atomic_store(&g_maps_any, g_nmaps > 0);
+        pthread_mutex_unlock(&g_map_mu);
+    }
+    return r;
+}
+
+EXPORT int msync(void *addr, size_t len, int flags)
+{
+    RESOLVE(msync);
+    int r = real_msync(addr, len, flags);
+    if (r != 0 || !(flags & (MS_SYNC | MS_ASYNC)) || !atomic_load(&g_maps_any) || !enter())
+        return r;
+    int e = errno;
+    uintptr_t lo = (uintptr_t)addr, hi = lo + page_up(len);
+    struct fmap hit[16];
+    int n = 0;
+    pthread_mutex_lock(&g_map_mu);
+    for (int i = 0; i < g_nmaps && n < 16; i++) {
+        struct fmap m = g_maps[i];
+        if (hi <= m.lo || lo >= m.hi)
+            continue;
+        uintptr_t a = lo > m.lo ? lo : m.lo, b = hi < m.hi ? hi : m.hi;
+        hit[n++] = (struct fmap){a, b, m.off + (a - m.lo), m.dev, m.ino, m.path};
+    }
+    pthread_mutex_unlock(&g_map_mu);
+    struct pc_once pc = {0, 0, 0};
+    for (int i = 0; i < n; i++)
+        push_record(PCSHIM_OP_WRITE, -1, hit[i].off, hit[i].hi - hit[i].lo, PCSHIM_VIA_MSYNC, hit[i].dev, hit[i].ino,
+                    hit[i].path, 0, &pc);
+    errno = e;
+    leave();
+    return r;
+}
+
+/* ---------- Linux AIO: each write iocb is recorded when io_submit accepts it ---------- */
+static void rec_iocbs(struct iocb **cbs, long n)
+{
+    struct pc_once pc = {0, 0, 0};
+    for (long i = 0; i < n; i++) {
+        const struct iocb *cb = cbs[i];
+        int fd = (int)cb->aio_fildes;
+        uint64_t len = 0;
+        int op;
+        switch (cb->aio_lio_opcode) {
+        case IOCB_CMD_PWRITE:
+            op = PCSHIM_OP_WRITE;
+            len = cb->aio_nbytes;
+            break;
+        case IOCB_CMD_PWRITEV: {
+            op = PCSHIM_OP_WRITE;
+            const struct iovec *iov = (const struct iovec *)(uintptr_t)cb->aio_buf;
+            for (uint64_t k = 0; k < cb->aio_nbytes && k < 1024; k++)
+                len += iov[k].iov_len;
+            break;
+        }
+        case IOCB_CMD_FSYNC:
+            op = PCSHIM_OP_FSYNC;
+            break;
+        case IOCB_CMD_FDSYNC:
+            op = PCSHIM_OP_FDATASYNC;
+            break;
+        default:
+            continue;
+        }
+        struct fdinfo *e = fd_get(fd);
+        if (!e || (op == PCSHIM_OP_WRITE && len == 0))
+            continue;
+        push_record(op, fd, op == PCSHIM_OP_WRITE ? (uint64_t)cb->aio_offset : 0, len,
+                    op == PCSHIM_OP_WRITE ? PCSHIM_VIA_AIO : 0, e->dev, e->ino, e->path, 0, &pc);
+    }
+}
+
+/* libaio's io_submit (it returns -errno). The guard is held across the real call so that its own
+ * syscall() is not recorded a second time. */
+EXPORT int io_submit(unsigned long ctx, long nr, struct iocb **cbs)
+{
+    RESOLVE(io_submit);
+    int rec = enter();
+    int r;
+    if (real_io_submit) {
+        r = real_io_submit(ctx, nr, cbs);
+    } else {
+        long v = sc(SYS_io_submit, (long)ctx, nr, (long)cbs, 0);
+        r = v < 0 ? -errno : (int)v;
+    }
+    if (rec) {
+        int e = errno;
+        if (r > 0)
+            rec_iocbs(cbs, r);
+        errno = e;
+        leave();
+    }
+    return r;
+}
+
+/* ---------- copies into a file ---------- */
+EXPORT ssize_t copy_file_range(int in, off_t *in_off, int out, off_t *out_off, size_t len, unsigned int flags)
+{
+    RESOLVE(copy_file_range);
+    int64_t at = out_off ? (int64_t)*out_off : -1;
+    ssize_t r = real_copy_file_range(in, in_off, out, out_off, len, flags);
+    if (r > 0 && enter()) {
+        int e = errno;
+        rec_write(out, at, r, PCSHIM_VIA_COPY);
+        errno = e;
+        leave();
+    }
+    return r;
+}
+
+#define SENDFILE_HOOK(name)                                                 \
+    EXPORT ssize_t name(int out, int in, off_t *off, size_t n)              \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        ssize_t r = real_##name(out, in, off, n);                           \
+        if (r > 0 && enter()) {                                             \
+            int e = errno;                                                  \
+            rec_write(out, -1, r, PCSHIM_VIA_SENDFILE);                     \
+            errno = e;                                                      \
+            leave();                                                        \
+        }                                                                   \
+        return r;                                                           \
+    }
+SENDFILE_HOOK(sendfile)
+SENDFILE_HOOK(sendfile64)
+
+EXPORT ssize_t splice(int in, off_t *in_off, int out, off_t *out_off, size_t len, unsigned int flags)
+{
+    RESOLVE(splice);
+    int64_t at = out_off ? (int64_t)*out_off : -1;
+    ssize_t r = real_splice(in, in_off, out, out_off, len, flags);
+    if (r > 0 && enter()) {
+        int e = errno;
+        rec_write(out, at, r, PCSHIM_VIA_SPLICE);
+        errno = e;
+        leave();
+    }
+    return r;
+}
+
+/* ---------- syscall(): the raw calls the shim cares about ---------- */
+EXPORT long syscall(long n, ...)
+{
+    RESOLVE(syscall);
+    va_list ap;
+    va_start(ap, n);
+    long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+    long d = va_arg(ap, long), e5 = va_arg(ap, long), f = va_arg(ap, long);
+    va_end(ap);
+    switch (n) {
+    case SYS_io_submit: {
+        int rec = enter();
+        long r = real_syscall(n, a, b, c, d, e5, f);
+        if (rec) {
+            int e = errno;
+            if (r > 0)
+                rec_iocbs((struct iocb **)c, r);
+            errno = e;
+            leave();
+        }
+        return r;
+    }
+    case SYS_io_uring_setup: {
+        long r = real_syscall(n, a, b, c, d, e5, f);
+        if (r >= 0)
+            uring_used();
+        return r;
+    }
+    case SYS_write:
+    case SYS_pwrite64: {
+        long r = real_syscall(n, a, b, c, d, e5, f);
+        if (r > 0 && enter()) {
+            int e = errno;
+            rec_write((int)a, n == SYS_pwrite64 ? d : -1, r, PCSHIM_VIA_SYSCALL);
+            errno = e;
+            leave();
+        }
+        return r;
+    }
+    case SYS_clone:
+    case SYS_clone3: {
+        /* A new process (no CLONE_VM) returning here in the child: start its logs. A child on
+         * a new stack cannot return through C code, so only the fork-like form matters. */
+        unsigned long fl = n == SYS_clone ? (unsigned long)a : a ? *(const unsigned long *)a : 0;
+        long r = real_syscall(n, a, b, c, d, e5, f);
+        if (g_active && !(fl & CLONE_VM)) {
+            if (r == 0)
+                atfork_child();
+            else
+                rec_fork((pid_t)r);
+        }
+        return r;
+    }
+    default:
+        return real_syscall(n, a, b, c, d, e5, f);
+    }
+}
+
+/* ---------- liburing: set-up is counted (ring I/O bypasses every hook) ---------- */
+#define URING_HOOK(name, params, args)                                      \
+    EXPORT int name params                                                  \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        if (!real_##name)                                                   \
+            return -ENOSYS;                                                 \
+        int r = real_##name args;                                           \
+        if (r >= 0)                                                         \
+            uring_used();                                                   \
+        return r;                                                           \
+    }
+URING_HOOK(io_uring_queue_init, (unsigned entries, void *ring, unsigned flags), (entries, ring, flags))
+URING_HOOK(io_uring_queue_init_params, (unsigned entries, void *ring, void *p), (entries, ring, p))
+URING_HOOK(io_uring_queue_init_mem, (unsigned entries, void *ring, void *p, void *buf, size_t n),
+           (entries, ring, p, buf, n))
+URING_HOOK(io_uring_setup, (unsigned entries, void *p), (entries, p))

@@ -3,7 +3,8 @@
 //! `<pid>.<start>.txt` (path, signature and warning lines) — parsed into [`ShimLogs`].
 //!
 //! A process killed before it flushed leaves fewer records and no `E` line: that is reported as a
-//! loss, not an error. Malformed files are errors naming the file and the byte offset.
+//! loss, not an error. Malformed files are errors naming the file and the byte offset. The shim's
+//! per-process `W io_uring: ...` lines become one warning counting those processes.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,7 +30,7 @@ pub enum ShimLogError {
 }
 
 /// Event kinds, numbered as `enum pcshim_op`.
-pub const OPS: [(u16, &str); 14] = [
+pub const OPS: [(u16, &str); 15] = [
     (1, "open"),
     (2, "write"),
     (3, "fsync"),
@@ -44,7 +45,20 @@ pub const OPS: [(u16, &str); 14] = [
     (12, "fork"),
     (13, "exec"),
     (14, "exit"),
+    (15, "spawn"),
 ];
+
+/// `flags` bits of a write record (`enum pcshim_write_via`): how the bytes reached the file.
+pub const VIA_STDIO: u32 = 1 << 0;
+pub const VIA_MSYNC: u32 = 1 << 1;
+pub const VIA_AIO: u32 = 1 << 2;
+pub const VIA_COPY: u32 = 1 << 3;
+pub const VIA_SENDFILE: u32 = 1 << 4;
+pub const VIA_SPLICE: u32 = 1 << 5;
+pub const VIA_SYSCALL: u32 = 1 << 6;
+
+/// Start of the warning a process image writes once when it sets up an io_uring.
+pub const IO_URING_WARNING: &str = "io_uring:";
 
 /// Name of an op code, if known.
 pub fn op_name(op: u16) -> Option<&'static str> {
@@ -95,6 +109,17 @@ pub struct ShimLogs {
     pub lost: Vec<u32>,
     /// Bytes at the end of `.bin` files that did not form a whole record.
     pub torn_bytes: u64,
+    /// Processes (pid) that set up an io_uring: the I/O they submitted through it is not recorded.
+    pub io_uring: Vec<u32>,
+}
+
+/// What one `.txt` file said about its process image.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxtEnd {
+    /// It has its `E` (clean end) line.
+    pub ended: bool,
+    /// It set up an io_uring (a `W io_uring: ...` line).
+    pub io_uring: bool,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -183,15 +208,16 @@ fn field(at: usize, b: &[u8]) -> Option<(u64, &[u8], usize)> {
     Some((v, &b[sp2 + 1..end], end + 1))
 }
 
-/// Parse one `.txt` file into `logs`; returns whether it has its `E` (clean end) line.
-pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<bool, ShimLogError> {
+/// Parse one `.txt` file into `logs`; returns whether it ended cleanly and used io_uring
+/// (io_uring lines are not added to `logs.warnings`: [`read_dir`] counts them).
+pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<TxtEnd, ShimLogError> {
     let bad = |offset: usize, what: &str| ShimLogError::Bad {
         path: label.into(),
         offset,
         what: what.into(),
     };
     let mut at = 0usize;
-    let mut ended = false;
+    let mut end = TxtEnd::default();
     while at < b.len() {
         if b.len() < at + 2 || b[at + 1] != b' ' {
             return Err(bad(at, "expected a line 'P|S|F|W|E ...'"));
@@ -243,19 +269,26 @@ pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<bool, Shi
             }
             b'W' => {
                 let w = String::from_utf8_lossy(&b[at + 2..line_end]).into_owned();
-                if !logs.warnings.contains(&w) {
+                if w.starts_with(IO_URING_WARNING) {
+                    end.io_uring = true;
+                } else if !logs.warnings.contains(&w) {
                     logs.warnings.push(w);
                 }
                 at = line_end + 1;
             }
             b'E' => {
-                ended = true;
+                end.ended = true;
                 at = line_end + 1;
             }
             _ => return Err(bad(at, "unknown line tag")),
         }
     }
-    Ok(ended)
+    Ok(end)
+}
+
+/// The warning for `n` processes that set up an io_uring.
+pub fn io_uring_warning(n: usize) -> String {
+    format!("{n} process(es) used io_uring; their writes are not recorded")
 }
 
 /// Read every log of the directory `dir`.
@@ -281,13 +314,19 @@ pub fn read_dir(dir: &Path) -> Result<ShimLogs, ShimLogError> {
         logs.records.extend(recs);
         logs.torn_bytes += torn;
         logs.processes.push(pid);
-        let ended = match std::fs::read(&txt) {
+        let end = match std::fs::read(&txt) {
             Ok(t) => parse_txt(&txt.display().to_string(), &t, &mut logs)?,
-            Err(_) => false,
+            Err(_) => TxtEnd::default(),
         };
-        if !ended || torn > 0 {
+        if !end.ended || torn > 0 {
             logs.lost.push(pid);
         }
+        if end.io_uring && !logs.io_uring.contains(&pid) {
+            logs.io_uring.push(pid);
+        }
+    }
+    if !logs.io_uring.is_empty() {
+        logs.warnings.push(io_uring_warning(logs.io_uring.len()));
     }
     Ok(logs)
 }
@@ -358,15 +397,51 @@ mod tests {
         let t = b"P 00000000000000ff 5 /a b\n\nS 0000000000000010 2\nF 1 a0 3 /m1\nF 2 b0 3 /m2\nW io_uring\nW io_uring\nE 3\n";
         let mut logs = ShimLogs::default();
         // a path containing a newline is length-prefixed, so it parses
-        assert!(parse_txt("x.txt", t, &mut logs).unwrap());
+        assert!(parse_txt("x.txt", t, &mut logs).unwrap().ended);
         assert_eq!(logs.paths[&255], "/a b\n");
         assert_eq!(logs.sigs[&16].len(), 2);
         assert_eq!(logs.sigs[&16][1].offset, 0xb0);
         assert_eq!(logs.sigs[&16][1].module, "/m2");
         assert_eq!(logs.warnings, vec!["io_uring".to_string()]);
+        let u = parse_txt("u.txt", b"W io_uring: set up\n", &mut logs).unwrap();
+        assert_eq!(
+            u,
+            TxtEnd {
+                ended: false,
+                io_uring: true
+            }
+        );
+        assert_eq!(logs.warnings, vec!["io_uring".to_string()]);
         let e = parse_txt("x.txt", b"Q zz\n", &mut logs)
             .unwrap_err()
             .to_string();
         assert!(e.contains("x.txt: byte 0: unknown line tag"), "{e}");
+    }
+
+    #[test]
+    fn io_uring_processes_are_counted_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bin = header();
+        bin.extend(record(15, 5));
+        for (name, pid) in [("42.1", 42u32), ("43.1", 43), ("44.1", 44)] {
+            let mut b = bin.clone();
+            b[16..20].copy_from_slice(&pid.to_le_bytes());
+            std::fs::write(dir.path().join(format!("{name}.bin")), b).unwrap();
+            let w = if pid == 44 {
+                ""
+            } else {
+                "W io_uring: this process set up an io_uring\n"
+            };
+            std::fs::write(dir.path().join(format!("{name}.txt")), format!("{w}E 1\n")).unwrap();
+        }
+        let logs = read_dir(dir.path()).unwrap();
+        assert_eq!(logs.io_uring, vec![42, 43]);
+        assert_eq!(logs.warnings, vec![io_uring_warning(2)]);
+        assert_eq!(
+            logs.warnings[0],
+            "2 process(es) used io_uring; their writes are not recorded"
+        );
+        assert_eq!(op_name(logs.records[0].op), Some("spawn"));
+        assert!(logs.lost.is_empty());
     }
 }

@@ -45,13 +45,23 @@ from pcstream.cli._common import epilog
     metavar="DIR",
     help="Keep the raw shim logs in DIR (default: a temporary directory, removed).",
 )
+@click.option(
+    "--symbols/--no-symbols",
+    default=True,
+    show_default=True,
+    help="Name the frames of the PC table (addr2line) after the run.",
+)
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
-def command(output: str, method: str, frames: int, keep_logs: str | None, cmd: tuple[str, ...]) -> int:
+def command(
+    output: str, method: str, frames: int, keep_logs: str | None, symbols: bool, cmd: tuple[str, ...]
+) -> int:
     """Run CMD with the pcshim LD_PRELOAD shim, then convert what it logged into one file-level
     trace (all processes, ordered by time) with a PC table. CMD's stdin, stdout, stderr and exit
     status are its own; a one-line summary goes to stderr.
     """
     out = Path(output)
-    status, summary = rec.record(list(cmd), out, method, frames, Path(keep_logs) if keep_logs else None)
+    status, summary = rec.record(
+        list(cmd), out, method, frames, Path(keep_logs) if keep_logs else None, symbols=symbols
+    )
     click.echo(rec.summary_line(out, summary), err=True)
     return status

@@ -1,0 +1,80 @@
+"""Per-write overhead of ``pcstream record``, by PC method (``make bench-record``).
+
+Builds tests/shim/overhead.c (N x 64-byte pwrite from a 10-deep call chain, frame pointers kept)
+and runs it: without the shim, with the shim loaded but inert (no PCSHIM_DIR: interposition only),
+and under ``pcstream record --method M --no-symbols`` for every method; each configuration
+``--repeat`` times, interleaved. Prints the median ns/write (process CPU time, which waiting for
+a CPU shared with other jobs does not inflate, and wall time) and the overhead over no shim.
+The file lives in /dev/shm when it exists (tmpfs: the syscall, not the disk, is the baseline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "tests" / "shim" / "overhead.c"
+SHIM = ROOT / "python" / "pcstream" / "_shim" / "pcshim.so"
+METHODS = ("fp", "unwind", "auto", "scan")
+
+
+def ns_per_write(out: str) -> tuple[float, float]:
+    """(cpu, wall) ns per write from overhead.c's line "<N> writes <ns> ns/write <ns> cpu-ns/write"."""
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 6 and parts[1] == "writes" and parts[3] == "ns/write" and parts[5] == "cpu-ns/write":
+            return float(parts[4]), float(parts[2])
+    raise ValueError(f"overhead: unexpected output {out!r}; rebuild tests/shim/overhead.c")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--writes", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--frames", type=int, default=12)
+    a = ap.parse_args(argv)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or not SHIM.is_file():
+        print("bench-record: needs a C compiler and the built shim (make install)", file=sys.stderr)
+        return 1
+    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="pcstream-bench-", dir=base) as tmp:
+        work = Path(tmp)
+        exe = work / "overhead"
+        subprocess.run([cc, "-O2", "-fno-omit-frame-pointer", "-o", str(exe), str(SRC)], check=True)
+        prog = [str(exe), str(a.writes), str(work / "o.dat")]
+        inert = {k: v for k, v in os.environ.items() if not k.startswith("PCSHIM_")}
+        inert["LD_PRELOAD"] = str(SHIM)
+        configs: dict[str, tuple[list[str], dict[str, str] | None]] = {
+            "no shim": (prog, None),
+            "shim loaded, inert": (prog, inert),
+        }
+        for m in METHODS:
+            rec = [sys.executable, "-m", "pcstream", "record", "-o", str(work / "t.parquet"), "--no-symbols"]
+            configs[f"record --method {m}"] = (
+                [*rec, "--method", m, "--frames", str(a.frames), "--", *prog],
+                None,
+            )
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in configs}
+        for _ in range(a.repeat):
+            for name, (cmd, env) in configs.items():
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+                times[name].append(ns_per_write(proc.stdout))
+        med = {k: tuple(statistics.median(x[i] for x in t) for i in (0, 1)) for k, t in times.items()}
+        base = med["no shim"]
+        print(f"{a.writes} x 64 B pwrite, depth 10, frames {a.frames}, median of {a.repeat} (ns/write):")
+        print(f"  {'':<24} {'cpu':>8} {'+cpu':>8} {'wall':>8} {'+wall':>8}")
+        for name, (cpu, wall) in med.items():
+            print(f"  {name:<24} {cpu:8.1f} {cpu - base[0]:+8.1f} {wall:8.1f} {wall - base[1]:+8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
