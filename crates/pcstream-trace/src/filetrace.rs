@@ -309,7 +309,11 @@ pub fn write_file_trace(
             pc: r.pc,
             flags: r.flags,
             path: id_of(r.path),
-            path2: if op == FileOp::Rename { id_of(r.aux) } else { 0 },
+            path2: if op == FileOp::Rename {
+                id_of(r.aux)
+            } else {
+                0
+            },
         });
         if r.pc != 0 && !pcs.contains_key(&r.pc.to_string()) {
             let frames: Vec<serde_json::Value> = logs

@@ -131,10 +131,11 @@ impl FileTraceReader {
     pub fn open(path: &Path) -> Result<FileTraceReader, TraceError> {
         let label = path.display().to_string();
         let f: File = open_input(path)?;
-        let b = ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| TraceError::NotParquet {
-            path: label.clone(),
-            why: one_line(e),
-        })?;
+        let b =
+            ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| TraceError::NotParquet {
+                path: label.clone(),
+                why: one_line(e),
+            })?;
         let md = b.metadata().clone();
         let pairs: Vec<(String, Option<String>)> = md
             .file_metadata()
@@ -334,7 +335,9 @@ impl FileTraceReader {
             me.bad_row(
                 me.row + k as u64,
                 match v {
-                    None => "op is null; every row needs an op name (open, write, fsync, ...)".into(),
+                    None => {
+                        "op is null; every row needs an op name (open, write, fsync, ...)".into()
+                    }
                     Some(v) => format!(
                         "op '{}' is not an op name (open, write, fsync, ...); re-record the trace",
                         v.escape_debug()

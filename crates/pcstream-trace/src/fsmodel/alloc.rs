@@ -36,7 +36,10 @@ impl FreeSpace {
             blocks: layout.blocks,
         };
         for g in 0..layout.groups {
-            fs.release(layout.group_start(g), layout.group_end(g) - layout.group_start(g));
+            fs.release(
+                layout.group_start(g),
+                layout.group_end(g) - layout.group_start(g),
+            );
         }
         for &(s, l) in &layout.reserved {
             fs.take(s, l);
@@ -158,11 +161,12 @@ impl FreeSpace {
         None
     }
 
-    /// Where to put `want` blocks, searching from `goal`: the goal itself when `want` blocks are
-    /// free there, else the first extent of at least `want` blocks from the goal onwards (group
-    /// by group, wrapping), else the first free extent of any size (a partial allocation).
+    /// Where to put `want` blocks: at `goal` itself when `want` blocks are free there (mballoc
+    /// tries the goal first), else the first extent of at least `want` blocks scanning group by
+    /// group from `from_group` (default: the goal's group), each group from its start, wrapping;
+    /// else the first free extent of any size from the goal on (a partial allocation).
     /// Returns (start, length); the blocks are not taken yet.
-    pub fn find(&mut self, goal: u64, want: u64) -> Option<(u64, u64)> {
+    pub fn find(&mut self, goal: u64, want: u64, from_group: Option<u32>) -> Option<(u64, u64)> {
         if self.free == 0 || want == 0 {
             return None;
         }
@@ -172,22 +176,10 @@ impl FreeSpace {
             return Some((goal, want));
         }
         let groups = self.group_free.len();
-        let g0 = Self::group(goal);
-        for i in 0..=groups {
+        let g0 = from_group.map_or(Self::group(goal), |g| g as usize % groups);
+        for i in 0..groups {
             let g = (g0 + i) % groups;
-            let from = if i == 0 {
-                goal
-            } else {
-                g as u64 * BLOCKS_PER_GROUP
-            };
-            if i == groups {
-                // Back in the goal's group: the part before the goal.
-                if let Some(s) = self.scan_group(g, g as u64 * BLOCKS_PER_GROUP, want) {
-                    return Some((s, want));
-                }
-                break;
-            }
-            if let Some(s) = self.scan_group(g, from, want) {
+            if let Some(s) = self.scan_group(g, g as u64 * BLOCKS_PER_GROUP, want) {
                 return Some((s, want));
             }
         }
@@ -314,16 +306,22 @@ mod tests {
         let l = Layout::new(65_536, 0).unwrap();
         let mut f = FreeSpace::new(&l);
         let total = f.free_blocks();
-        let (s, n) = f.find(10_000, 100).unwrap();
+        let (s, n) = f.find(10_000, 100, None).unwrap();
         assert_eq!((s, n), (10_000, 100));
         f.take(s, n);
         assert_eq!(f.free_run_at(10_000), 0);
-        assert_eq!(f.find(10_000, 10).unwrap(), (10_100, 10));
+        assert_eq!(f.find(10_100, 10, None).unwrap(), (10_100, 10));
+        // not at the goal: first fit from the start of the goal's group
+        let first = f.find(10_050, 10, None).unwrap().0;
+        assert!(first < 10_000, "{first}");
         f.release(s, n);
         assert_eq!(f.free_blocks(), total);
         assert_eq!(f.free_run_at(10_000), 32_768 - 10_000);
         // never across the group boundary
-        assert_eq!(f.find(32_000, 1000).unwrap().0, 32_768 + f_first(&l, 1));
+        assert_eq!(
+            f.find(32_000, 1000, Some(1)).unwrap().0,
+            32_768 + f_first(&l, 1)
+        );
     }
 
     fn f_first(l: &Layout, g: u32) -> u64 {

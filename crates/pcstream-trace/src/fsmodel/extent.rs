@@ -61,9 +61,7 @@ impl ExtentMap {
     /// Logical start of the first extent at or after `l` (`u64::MAX` if none).
     pub fn next_mapped(&self, l: u64) -> u64 {
         let i = self.first_ending_after(l);
-        self.ext
-            .get(i)
-            .map_or(u64::MAX, |e| e.logical.max(l))
+        self.ext.get(i).map_or(u64::MAX, |e| e.logical.max(l))
     }
 
     /// The physical block logical `l` would have if it continued the extent before it

@@ -209,6 +209,8 @@ mod tests {
         assert_eq!(l.inode_bitmap(0), Lpn(137));
         assert_eq!(l.inode_block(1).0, 145);
         assert_eq!(l.inode_block(8193).0, 145 + 512);
-        assert!(Layout::new(4000, 0).unwrap_err().contains("raise --capacity"));
+        assert!(Layout::new(4000, 0)
+            .unwrap_err()
+            .contains("raise --capacity"));
     }
 }

@@ -94,12 +94,12 @@ impl MapOptions {
                 Some((k, v)) => (k, Some(v)),
                 None => (opt, None),
             };
-            let need = |v: Option<&str>| {
+            fn need<'a>(opt: &str, v: Option<&'a str>) -> Result<&'a str, TraceError> {
                 v.filter(|v| !v.is_empty())
                     .ok_or_else(|| opt_err(opt, "needs a value, e.g. commit=5"))
-            };
+            }
             let secs = |v: Option<&str>| -> Result<u64, TraceError> {
-                let v = need(v)?;
+                let v = need(opt, v)?;
                 let s: f64 = v
                     .parse()
                     .ok()
@@ -108,7 +108,7 @@ impl MapOptions {
                 Ok((s * NS as f64).round() as u64)
             };
             let count = |v: Option<&str>| -> Result<u64, TraceError> {
-                let v = need(v)?;
+                let v = need(opt, v)?;
                 parse_size(v).ok_or_else(|| {
                     opt_err(opt, "expected a positive number (K/M/G suffixes allowed)")
                 })
@@ -202,7 +202,10 @@ mod tests {
         let e = MapOptions::from_mount_opts(1000, "discard,journal_checksum")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("mount option 'journal_checksum': unknown"), "{e}");
+        assert!(
+            e.starts_with("mount option 'journal_checksum': unknown"),
+            "{e}"
+        );
         assert!(!e.contains('\n'));
         let e = MapOptions::from_mount_opts(1000, "commit=-1")
             .unwrap_err()
