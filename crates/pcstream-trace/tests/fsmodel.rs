@@ -304,10 +304,16 @@ fn periodic_writeback_at_the_first_tick_after_expiry() {
     let evs = vec![
         open(1_000 * S, 10, 3, 1), // the trace's time origin
         write(1_000 * S + 7_300_000_000, 10, 3, 1, 0, 4096, 1),
+        // exactly on a tick: dirtied at 10 s, expired at 40 s, written at 40 s
+        open(1_000 * S + 10 * S, 10, 4, 2),
+        write(1_000 * S + 10 * S, 10, 4, 2, 0, 4096, 1),
         // a later write to the same inode does not reset its dirtied time
         write(1_000 * S + 20 * S, 10, 3, 1, 4096, 4096, 1),
     ];
-    let (reqs, _) = run(opts(), &evs, 1);
+    let (reqs, _) = run(opts(), &evs, 2);
+    let d2 = data_of(&reqs, 2);
+    assert_eq!(d2.len(), 1, "{d2:?}");
+    assert_eq!(d2[0].ts_ns, 40 * S);
     let d = data_of(&reqs, 1);
     assert_eq!(d.len(), 1, "{d:?}");
     assert_eq!(d[0].pages, 2);
