@@ -449,6 +449,43 @@ fn a_full_file_system_names_the_event_and_the_fix() {
         .unwrap()
         .to_string();
     assert!(e.contains("raise --capacity") && !e.contains('\n'), "{e}");
+    let e = FsModel::new(MapOptions::from_mount_opts(1 << 40, "").unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("lower --capacity"), "{e}");
+    let e = FsModel::new(MapOptions::from_mount_opts(CAP, "journal_pages=10").unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("smaller than jbd2 allows"), "{e}");
+}
+
+#[test]
+fn corrupt_ranges_are_errors_not_panics() {
+    let mut m = FsModel::new(opts()).unwrap();
+    m.apply(&open(0, 10, 3, 1), &mut |_| {}).unwrap();
+    for e in [
+        write(0, 10, 3, 1, u64::MAX - 5, 10, 1),
+        write(0, 10, 3, 1, 0, 1 << 40, 1),
+        FileEvent {
+            offset: u64::MAX,
+            len: u64::MAX,
+            ..op(0, FileOp::PunchHole, 10, 3, 1)
+        },
+        FileEvent {
+            offset: 1 << 50,
+            ..op(0, FileOp::Truncate, 10, 3, 1)
+        },
+    ] {
+        let msg = m.apply(&e, &mut |_| {}).unwrap_err().to_string();
+        assert!(msg.contains("the trace is corrupt"), "{msg}");
+    }
+    // the model is still usable afterwards
+    m.apply(&write(0, 10, 3, 1, 0, 4096, 1), &mut |_| {})
+        .unwrap();
+    let s = m.finish(&mut |_| {}).unwrap();
+    assert_eq!(s.data_pages, 1);
 }
 
 #[test]

@@ -20,6 +20,8 @@ pub const FLEX_GROUPS: u32 = 16;
 pub const DESCRIPTORS_PER_BLOCK: u64 = 64;
 /// Smallest file system the model accepts (32 MiB).
 pub const MIN_BLOCKS: u64 = 8192;
+/// Largest file system the model accepts (16 TiB: ext4 without the 64bit feature).
+pub const MAX_BLOCKS: u64 = 1 << 32;
 /// The first inodes of group 0 are reserved (1..=11: bad blocks, root, journal, lost+found, ...).
 pub const FIRST_INO: u32 = 12;
 /// Inode number of the root directory.
@@ -84,6 +86,11 @@ impl Layout {
                 "a file system of {blocks} blocks is too small to model (at least {MIN_BLOCKS} blocks of 4 KiB, 32 MiB); raise --capacity"
             ));
         }
+        if blocks > MAX_BLOCKS {
+            return Err(format!(
+                "a file system of {blocks} blocks is larger than the model handles ({MAX_BLOCKS} blocks of 4 KiB, 16 TiB); lower --capacity"
+            ));
+        }
         let groups = blocks.div_ceil(BLOCKS_PER_GROUP) as u32;
         let gdt_blocks = (groups as u64).div_ceil(DESCRIPTORS_PER_BLOCK);
         let growth_groups = (blocks.saturating_mul(1024)).min(1 << 32) / BLOCKS_PER_GROUP;
@@ -96,6 +103,11 @@ impl Layout {
         } else {
             journal_blocks
         };
+        if journal_blocks < 1024 {
+            return Err(format!(
+                "a journal of {journal_blocks} blocks is smaller than jbd2 allows (1024); use journal_pages=1024 or more, or 0 for the default"
+            ));
+        }
         let mut l = Layout {
             blocks,
             groups,

@@ -49,6 +49,10 @@ const FALLOC_KEEP_SIZE: u32 = 0x01;
 const FALLOC_COLLAPSE_RANGE: u32 = 0x08;
 const FALLOC_ZERO_RANGE: u32 = 0x10;
 const FALLOC_INSERT_RANGE: u32 = 0x20;
+/// Largest file offset ext4 allows with 4 KiB blocks (16 TiB).
+const MAX_FILE_BYTES: u64 = 1 << 44;
+/// Largest single write Linux performs (`MAX_RW_COUNT`).
+const MAX_WRITE_BYTES: u64 = 0x7fff_f000;
 
 /// Metadata pages written home, by class.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -1294,6 +1298,7 @@ impl FsModel {
     /// time seen). Requests go to `sink` in issue order.
     pub fn apply(&mut self, ev: &FileEvent, sink: &mut dyn FnMut(Request)) -> Result<(), FsError> {
         self.events += 1;
+        self.check(ev)?;
         let t0 = *self.t0.get_or_insert(ev.ts_ns);
         let t = ev.ts_ns.saturating_sub(t0).max(self.out.now);
         self.advance(t, sink)?;
@@ -1381,6 +1386,40 @@ impl FsModel {
         }
         self.out.s.peak_dirty_pages = self.out.s.peak_dirty_pages.max(self.dirty_pages);
         Ok(())
+    }
+
+    /// Reject ranges no kernel would have accepted (a corrupt trace), before they can overflow.
+    fn check(&self, ev: &FileEvent) -> Result<(), FsError> {
+        let ranged = matches!(
+            ev.op,
+            FileOp::Write
+                | FileOp::SyncRange
+                | FileOp::Truncate
+                | FileOp::PunchHole
+                | FileOp::Fallocate
+        );
+        if !ranged {
+            return Ok(());
+        }
+        let bad = |what: String| FsError {
+            event: self.events - 1,
+            what,
+        };
+        if ev.op == FileOp::Write && ev.len > MAX_WRITE_BYTES {
+            return Err(bad(format!(
+                "write of {} bytes is longer than Linux performs in one call ({MAX_WRITE_BYTES}); the trace is corrupt, re-record it",
+                ev.len
+            )));
+        }
+        match ev.offset.checked_add(ev.len) {
+            Some(end) if end <= MAX_FILE_BYTES => Ok(()),
+            _ => Err(bad(format!(
+                "{} at offset {} + {} bytes is past ext4's largest file size (16 TiB); the trace is corrupt, re-record it",
+                ev.op.name(),
+                ev.offset,
+                ev.len
+            ))),
+        }
     }
 
     fn on_write(&mut self, ev: &FileEvent, sink: Sink) -> Result<(), FsError> {
