@@ -417,6 +417,46 @@ fn same_input_same_output() {
 }
 
 #[test]
+fn rename_moves_the_name_and_replaces_the_target() {
+    let mut m = FsModel::new(opts()).unwrap();
+    m.register_path(1, "/db/000009.dbtmp");
+    m.register_path(2, "/db/CURRENT");
+    let mut reqs = Vec::new();
+    let evs = [
+        open(0, 10, 3, 2),
+        write(0, 10, 3, 2, 0, 16, 1),
+        op(0, FileOp::Fsync, 10, 3, 2),
+        op(0, FileOp::Close, 10, 3, 2),
+        open(S, 10, 3, 1),
+        write(S, 10, 3, 1, 0, 16, 2),
+        op(S, FileOp::Close, 10, 3, 1),
+        FileEvent {
+            path2: 2,
+            ..op(2 * S, FileOp::Rename, 10, -1, 1)
+        },
+    ];
+    for e in &evs {
+        m.apply(e, &mut |r| reqs.push(r)).unwrap();
+    }
+    // auto_da_alloc: renaming over CURRENT wrote the new file's data at once (ext4_rename starts
+    // it before moving the name, so under the temporary name's class)
+    let d = data_of(&reqs, 2);
+    assert_eq!(d.len(), 1);
+    assert_eq!((d[0].ts_ns, d[0].file_class), (2 * S, 5));
+    let files = m.files_table();
+    assert_eq!(files[&2], "/db/CURRENT");
+    m.finish(&mut |r| reqs.push(r)).unwrap();
+    // the replaced CURRENT's block is trimmed
+    let old = pages_of(&data_of(&reqs, 1));
+    let trims: Vec<Request> = reqs
+        .iter()
+        .filter(|r| r.op == Op::Trim as u8)
+        .copied()
+        .collect();
+    assert_eq!(pages_of(&trims), old);
+}
+
+#[test]
 fn unknown_ops_are_counted_not_errors() {
     let evs = vec![open(0, 10, 3, 1), op(S, FileOp::Unknown, 10, 3, 1)];
     let (_, s) = run(opts(), &evs, 1);

@@ -1478,6 +1478,7 @@ impl FsModel {
                         f.path = ev.path;
                         f.class = class;
                         f.linked = true;
+                        self.out_paths[f.out_id as usize - 1] = ev.path;
                     }
                 }
                 s
@@ -1606,6 +1607,8 @@ impl FsModel {
         f.class = info.class;
         f.linked = true;
         if target != 0 {
+            // `pcstream.files` names each file by its last name.
+            self.out_paths[f.out_id as usize - 1] = target;
             self.by_path.insert(target, slot);
         }
         self.touch_inode(slot, false);
