@@ -3,6 +3,10 @@
 //! pc u64, flags u32, path u32` plus `path2 u32` (the new path of a rename, 0 otherwise); footer
 //! keys as for block traces plus `pcstream.paths` (JSON id → path; ids from 1, 0 = none).
 //! Rows of all processes are ordered by time (then pid, tid, log order).
+//!
+//! This module also holds the event model the readers and the file-system model share
+//! ([`FileEvent`], [`FileOp`]) and [`write_events`], which writes hand-made events in the same
+//! format (tests, benchmarks, synthetic inputs).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -23,6 +27,99 @@ use crate::shimlog::{op_name, ShimLogs};
 /// Footer key of the path table.
 pub const KEY_PATHS: &str = "pcstream.paths";
 
+/// Operation of a file-level event (the `op` column). Codes are those of `enum pcshim_op`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum FileOp {
+    #[default]
+    Open = 1,
+    Write = 2,
+    Fsync = 3,
+    Fdatasync = 4,
+    SyncRange = 5,
+    Truncate = 6,
+    PunchHole = 7,
+    Fallocate = 8,
+    Unlink = 9,
+    Rename = 10,
+    Close = 11,
+    Fork = 12,
+    Exec = 13,
+    Exit = 14,
+    /// A well-formed op name this version does not know (the format allows new ones).
+    Unknown = 255,
+}
+
+impl FileOp {
+    const ALL: [FileOp; 14] = [
+        FileOp::Open,
+        FileOp::Write,
+        FileOp::Fsync,
+        FileOp::Fdatasync,
+        FileOp::SyncRange,
+        FileOp::Truncate,
+        FileOp::PunchHole,
+        FileOp::Fallocate,
+        FileOp::Unlink,
+        FileOp::Rename,
+        FileOp::Close,
+        FileOp::Fork,
+        FileOp::Exec,
+        FileOp::Exit,
+    ];
+
+    /// The op of a shim record code, if known.
+    pub fn from_code(code: u16) -> Option<FileOp> {
+        FileOp::ALL.iter().copied().find(|o| *o as u16 == code)
+    }
+
+    /// The op named `name` (the strings of the `op` column), if known.
+    pub fn from_name(name: &str) -> Option<FileOp> {
+        // Match on the bytes: this runs once per row when the column is not dictionary-encoded.
+        Some(match name {
+            "open" => FileOp::Open,
+            "write" => FileOp::Write,
+            "fsync" => FileOp::Fsync,
+            "fdatasync" => FileOp::Fdatasync,
+            "sync_range" => FileOp::SyncRange,
+            "truncate" => FileOp::Truncate,
+            "punch_hole" => FileOp::PunchHole,
+            "fallocate" => FileOp::Fallocate,
+            "unlink" => FileOp::Unlink,
+            "rename" => FileOp::Rename,
+            "close" => FileOp::Close,
+            "fork" => FileOp::Fork,
+            "exec" => FileOp::Exec,
+            "exit" => FileOp::Exit,
+            _ => return None,
+        })
+    }
+
+    /// The name written in the `op` column ("unknown" for [`FileOp::Unknown`]).
+    pub fn name(self) -> &'static str {
+        op_name(self as u16).unwrap_or("unknown")
+    }
+}
+
+/// One row of a file-level trace. Field meanings follow `shim/include/pcshim.h`; `path` and
+/// `path2` are ids in the `pcstream.paths` table (0 = none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileEvent {
+    pub ts_ns: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub op: FileOp,
+    pub fd: i32,
+    pub dev: u64,
+    pub ino: u64,
+    pub offset: u64,
+    pub len: u64,
+    pub pc: u64,
+    pub flags: u32,
+    pub path: u32,
+    pub path2: u32,
+}
+
 /// What [`write_file_trace`] wrote.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct FileTraceSummary {
@@ -37,12 +134,61 @@ pub struct FileTraceSummary {
     pub torn_bytes: u64,
 }
 
-/// Sort `logs` by time and write them to `out` (atomically: a temporary file renamed at the end).
-pub fn write_file_trace(
-    logs: &ShimLogs,
+/// Rows handed to the Parquet encoder at a time.
+const WRITE_CHUNK_ROWS: usize = 64 * 1024;
+
+/// The column names and types of a file-level trace, in the order they are written.
+pub const FILE_COLUMNS: [(&str, DataType); 13] = [
+    ("ts_ns", DataType::UInt64),
+    ("pid", DataType::UInt32),
+    ("tid", DataType::UInt32),
+    ("op", DataType::Utf8),
+    ("fd", DataType::Int32),
+    ("dev", DataType::UInt64),
+    ("ino", DataType::UInt64),
+    ("offset", DataType::UInt64),
+    ("len", DataType::UInt64),
+    ("pc", DataType::UInt64),
+    ("flags", DataType::UInt32),
+    ("path", DataType::UInt32),
+    ("path2", DataType::UInt32),
+];
+
+fn batch_of(schema: &Arc<Schema>, rows: &[FileEvent]) -> RecordBatch {
+    let c64 = |f: fn(&FileEvent) -> u64| -> ArrayRef {
+        Arc::new(UInt64Array::from_iter_values(rows.iter().map(f)))
+    };
+    let c32 = |f: fn(&FileEvent) -> u32| -> ArrayRef {
+        Arc::new(UInt32Array::from_iter_values(rows.iter().map(f)))
+    };
+    let cols: Vec<ArrayRef> = vec![
+        c64(|r| r.ts_ns),
+        c32(|r| r.pid),
+        c32(|r| r.tid),
+        Arc::new(StringArray::from_iter_values(
+            rows.iter().map(|r| r.op.name()),
+        )),
+        Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.fd))),
+        c64(|r| r.dev),
+        c64(|r| r.ino),
+        c64(|r| r.offset),
+        c64(|r| r.len),
+        c64(|r| r.pc),
+        c32(|r| r.flags),
+        c32(|r| r.path),
+        c32(|r| r.path2),
+    ];
+    RecordBatch::try_new(schema.clone(), cols).expect("columns match the schema")
+}
+
+/// Write `rows` (already in time order) with the footer pairs `meta` + `pcstream.paths` =
+/// `paths` to `out`, atomically (a temporary file renamed at the end).
+fn write_rows(
     out: &Path,
-    source: &str,
-) -> Result<FileTraceSummary, TraceError> {
+    rows: &[FileEvent],
+    meta: &TraceMeta,
+    paths: &BTreeMap<u32, String>,
+) -> Result<(), TraceError> {
     let label = out.display().to_string();
     let io = |e: &dyn std::fmt::Display| TraceError::Io {
         path: label.clone(),
@@ -51,6 +197,74 @@ pub fn write_file_trace(
             one_line(e)
         ),
     };
+    let schema = Arc::new(Schema::new(
+        FILE_COLUMNS
+            .iter()
+            .map(|(n, t)| Field::new(*n, t.clone(), false))
+            .collect::<Vec<_>>(),
+    ));
+    let mut kv: Vec<KeyValue> = meta
+        .to_pairs()
+        .into_iter()
+        .map(|(k, v)| KeyValue::new(k, v))
+        .collect();
+    kv.push(KeyValue::new(
+        KEY_PATHS.to_string(),
+        serde_json::to_string(paths).expect("a string map serialises"),
+    ));
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).expect("zstd level 3 exists"),
+        ))
+        .set_dictionary_enabled(true)
+        .set_key_value_metadata(Some(kv))
+        .build();
+    let name = out
+        .file_name()
+        .ok_or_else(|| io(&"the path names no file"))?
+        .to_string_lossy()
+        .into_owned();
+    let tmp = out.with_file_name(format!("{name}.tmp-{}", std::process::id()));
+    let result = (|| -> Result<(), TraceError> {
+        let file = File::create(&tmp).map_err(|e| io(&e))?;
+        let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| io(&e))?;
+        for chunk in rows.chunks(WRITE_CHUNK_ROWS) {
+            w.write(&batch_of(&schema, chunk)).map_err(|e| io(&e))?;
+        }
+        if rows.is_empty() {
+            w.write(&batch_of(&schema, &[])).map_err(|e| io(&e))?;
+        }
+        w.close().map_err(|e| io(&e))?;
+        std::fs::rename(&tmp, out).map_err(|e| io(&e))?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Write hand-made `events` as a file-level trace (in the given order, which should be by time)
+/// with the path table `paths` (id → path) and `source` in the footer.
+pub fn write_events(
+    out: &Path,
+    events: &[FileEvent],
+    paths: &BTreeMap<u32, String>,
+    source: &str,
+) -> Result<(), TraceError> {
+    let meta = TraceMeta {
+        source: source.to_string(),
+        ..Default::default()
+    };
+    write_rows(out, events, &meta, paths)
+}
+
+/// Sort `logs` by time and write them to `out` (atomically: a temporary file renamed at the end).
+pub fn write_file_trace(
+    logs: &ShimLogs,
+    out: &Path,
+    source: &str,
+) -> Result<FileTraceSummary, TraceError> {
     let mut order: Vec<usize> = (0..logs.records.len()).collect();
     order.sort_by_key(|&i| {
         let r = &logs.records[i];
@@ -76,13 +290,31 @@ pub fn write_file_trace(
         })
     };
     let n = order.len();
-    let (mut path, mut path2) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut rows = Vec::with_capacity(n);
     let mut pcs = serde_json::Map::new();
     let mut summary = FileTraceSummary::default();
     for &i in &order {
         let r = &logs.records[i];
-        path.push(id_of(r.path));
-        path2.push(if r.op == 10 { id_of(r.aux) } else { 0 });
+        let op = FileOp::from_code(r.op).unwrap_or(FileOp::Unknown);
+        rows.push(FileEvent {
+            ts_ns: r.ts_ns,
+            pid: r.pid,
+            tid: r.tid,
+            op,
+            fd: r.fd,
+            dev: r.dev,
+            ino: r.ino,
+            offset: r.offset,
+            len: r.len,
+            pc: r.pc,
+            flags: r.flags,
+            path: id_of(r.path),
+            path2: if op == FileOp::Rename {
+                id_of(r.aux)
+            } else {
+                0
+            },
+        });
         if r.pc != 0 && !pcs.contains_key(&r.pc.to_string()) {
             let frames: Vec<serde_json::Value> = logs
                 .sigs
@@ -97,101 +329,17 @@ pub fn write_file_trace(
                 .unwrap_or_default();
             pcs.insert(r.pc.to_string(), serde_json::Value::Array(frames));
         }
-        if r.op == 2 {
+        if op == FileOp::Write {
             summary.writes += 1;
             summary.write_bytes += r.len;
         }
     }
-    let col64 = |f: &dyn Fn(usize) -> u64| -> ArrayRef {
-        Arc::new(UInt64Array::from_iter_values(order.iter().map(|&i| f(i))))
-    };
-    let rec = |i: usize| &logs.records[i];
-    let cols: Vec<ArrayRef> = vec![
-        col64(&|i| rec(i).ts_ns),
-        Arc::new(UInt32Array::from_iter_values(
-            order.iter().map(|&i| rec(i).pid),
-        )),
-        Arc::new(UInt32Array::from_iter_values(
-            order.iter().map(|&i| rec(i).tid),
-        )),
-        Arc::new(StringArray::from_iter_values(
-            order.iter().map(|&i| op_name(rec(i).op).unwrap_or("?")),
-        )),
-        Arc::new(Int32Array::from_iter_values(
-            order.iter().map(|&i| rec(i).fd),
-        )),
-        col64(&|i| rec(i).dev),
-        col64(&|i| rec(i).ino),
-        col64(&|i| rec(i).offset),
-        col64(&|i| rec(i).len),
-        col64(&|i| rec(i).pc),
-        Arc::new(UInt32Array::from_iter_values(
-            order.iter().map(|&i| rec(i).flags),
-        )),
-        Arc::new(UInt32Array::from(path)),
-        Arc::new(UInt32Array::from(path2)),
-    ];
-    let fields = [
-        ("ts_ns", DataType::UInt64),
-        ("pid", DataType::UInt32),
-        ("tid", DataType::UInt32),
-        ("op", DataType::Utf8),
-        ("fd", DataType::Int32),
-        ("dev", DataType::UInt64),
-        ("ino", DataType::UInt64),
-        ("offset", DataType::UInt64),
-        ("len", DataType::UInt64),
-        ("pc", DataType::UInt64),
-        ("flags", DataType::UInt32),
-        ("path", DataType::UInt32),
-        ("path2", DataType::UInt32),
-    ];
-    let schema = Arc::new(Schema::new(
-        fields
-            .iter()
-            .map(|(n, t)| Field::new(*n, t.clone(), false))
-            .collect::<Vec<_>>(),
-    ));
     let meta = TraceMeta {
         source: source.to_string(),
         pcs: serde_json::Value::Object(pcs),
         ..Default::default()
     };
-    let mut kv: Vec<KeyValue> = meta
-        .to_pairs()
-        .into_iter()
-        .map(|(k, v)| KeyValue::new(k, v))
-        .collect();
-    kv.push(KeyValue::new(
-        KEY_PATHS.to_string(),
-        serde_json::to_string(&paths).expect("a string map serialises"),
-    ));
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(3).expect("zstd level 3 exists"),
-        ))
-        .set_dictionary_enabled(true)
-        .set_key_value_metadata(Some(kv))
-        .build();
-    let name = out
-        .file_name()
-        .ok_or_else(|| io(&"the path names no file"))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = out.with_file_name(format!("{name}.tmp-{}", std::process::id()));
-    let result = (|| -> Result<(), TraceError> {
-        let file = File::create(&tmp).map_err(|e| io(&e))?;
-        let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| io(&e))?;
-        let batch = RecordBatch::try_new(schema, cols).expect("columns match the schema");
-        w.write(&batch).map_err(|e| io(&e))?;
-        w.close().map_err(|e| io(&e))?;
-        std::fs::rename(&tmp, out).map_err(|e| io(&e))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result?;
+    write_rows(out, &rows, &meta, &paths)?;
     summary.records = n as u64;
     summary.processes = logs.processes.len();
     summary.signatures = meta.pcs.as_object().map_or(0, |m| m.len());

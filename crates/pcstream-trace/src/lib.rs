@@ -4,7 +4,9 @@
 
 pub mod error;
 pub mod filetrace;
+pub mod filetrace_reader;
 pub mod format;
+pub mod fsmodel;
 pub mod gen;
 pub mod import;
 pub mod info;
@@ -15,6 +17,7 @@ pub mod writer;
 
 pub use error::TraceError;
 pub use format::TraceMeta;
+pub use fsmodel::{map_file_trace, FsModel, MapOptions, MapSummary};
 pub use gen::{generate, generate_to_file, GenError, GenParams, MixSpec};
 pub use info::summarize;
 pub use reader::{scan_capacity, BlockTraceReader, Prefetch};

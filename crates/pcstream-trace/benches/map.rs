@@ -1,0 +1,146 @@
+//! File-system model throughput: file events per second through the in-memory model
+//! (`FsModel::apply`) for a synthetic mix over many files — creates, appends, overwrites,
+//! fdatasync/fsync, closes and unlinks — and, for reference, through `map_file_trace` with
+//! Parquet decoding and encoding included. `PCSTREAM_BENCH_EVENTS` sets the mix size
+//! (default 1 M events).
+
+use std::collections::BTreeMap;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use pcstream_core::request::Request;
+use pcstream_trace::filetrace::{write_events, FileEvent, FileOp};
+use pcstream_trace::fsmodel::{FsModel, MapOptions};
+use pcstream_trace::map_file_trace;
+
+/// A seeded mix: 2000 file names, each written by one of 16 processes; 55 % appends of
+/// 1–16 KiB, 20 % 4 KiB overwrites, 8 % fdatasync, 2 % fsync, 15 % close + unlink (the name is
+/// created again later as a new inode); 20 µs between events on average.
+fn mix(n: usize) -> (Vec<FileEvent>, BTreeMap<u32, String>) {
+    const FILES: u32 = 2000;
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut size = vec![0u64; FILES as usize + 1];
+    let mut gen = vec![0u64; FILES as usize + 1];
+    let mut open = vec![false; FILES as usize + 1];
+    let mut evs = Vec::with_capacity(n + 1);
+    let mut t = 0u64;
+    while evs.len() < n {
+        t += next() % 40_000;
+        let f = 1 + (next() % FILES as u64) as u32;
+        let base = FileEvent {
+            ts_ns: t,
+            pid: 1000 + f % 16,
+            tid: 1000 + f % 16,
+            fd: 3 + f as i32,
+            dev: 1,
+            ino: f as u64 + 10_000 * gen[f as usize],
+            path: f,
+            pc: 1 + next() % 64,
+            ..Default::default()
+        };
+        if !open[f as usize] {
+            open[f as usize] = true;
+            evs.push(FileEvent {
+                op: FileOp::Open,
+                flags: 0o101,
+                ..base
+            });
+            continue;
+        }
+        match next() % 100 {
+            0..=54 => {
+                let len = 1024 + next() % 15_360;
+                evs.push(FileEvent {
+                    op: FileOp::Write,
+                    offset: size[f as usize],
+                    len,
+                    ..base
+                });
+                size[f as usize] += len;
+            }
+            55..=74 => evs.push(FileEvent {
+                op: FileOp::Write,
+                offset: (next() % (size[f as usize] / 4096 + 1)) * 4096,
+                len: 4096,
+                ..base
+            }),
+            75..=82 => evs.push(FileEvent {
+                op: FileOp::Fdatasync,
+                ..base
+            }),
+            83..=84 => evs.push(FileEvent {
+                op: FileOp::Fsync,
+                ..base
+            }),
+            _ => {
+                evs.push(FileEvent {
+                    op: FileOp::Close,
+                    ..base
+                });
+                evs.push(FileEvent {
+                    op: FileOp::Unlink,
+                    fd: -1,
+                    ..base
+                });
+                open[f as usize] = false;
+                size[f as usize] = 0;
+                gen[f as usize] += 1;
+            }
+        }
+    }
+    evs.truncate(n);
+    let paths = (1..=FILES)
+        .map(|i| (i, format!("/bench/dir{}/f{i:05}.sst", i % 8)))
+        .collect();
+    (evs, paths)
+}
+
+fn opts() -> MapOptions {
+    // 16 GiB file system
+    MapOptions::from_mount_opts(4 << 20, "").expect("options")
+}
+
+fn run_model(evs: &[FileEvent], paths: &BTreeMap<u32, String>) -> u64 {
+    let mut m = FsModel::new(opts()).expect("model");
+    for (id, p) in paths {
+        m.register_path(*id, p);
+    }
+    let mut reqs = 0u64;
+    let mut sink = |_r: Request| reqs += 1;
+    for e in evs {
+        m.apply(e, &mut sink).expect("apply");
+    }
+    m.finish(&mut sink).expect("finish");
+    reqs
+}
+
+fn map(c: &mut Criterion) {
+    if cfg!(debug_assertions) {
+        eprintln!("warning: benchmark built without optimisation");
+    }
+    let n: usize = std::env::var("PCSTREAM_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let (evs, paths) = mix(n);
+    let mut g = c.benchmark_group("map");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function("model_mix", |b| b.iter(|| run_model(&evs, &paths)));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("t.parquet");
+    let output = dir.path().join("b.parquet");
+    write_events(&input, &evs, &paths, "bench mix").expect("write");
+    g.bench_function("map_file_trace_mix", |b| {
+        b.iter(|| map_file_trace(&input, &output, &opts(), &mut |_, _| {}).expect("map"))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, map);
+criterion_main!(benches);

@@ -1,0 +1,295 @@
+//! A file's extent map: logical block → physical block runs, as ext4 keeps them (at most 32768
+//! blocks per extent, an `unwritten` flag for fallocated space), and the extent-tree blocks a file
+//! needs once its extents no longer fit the four slots of the inode.
+
+/// Longest extent ext4 records (initialised; unwritten extents hold one less, ignored here).
+pub const MAX_EXTENT_BLOCKS: u64 = 32_768;
+/// Extents stored in the inode itself.
+pub const INODE_EXTENTS: usize = 4;
+/// Entries of one extent-tree block ((4096 − 12) / 12).
+pub const EXTENTS_PER_BLOCK: usize = 340;
+
+/// One extent: `len` blocks from logical `logical` at physical `phys`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Extent {
+    pub logical: u64,
+    pub phys: u64,
+    pub len: u64,
+    pub unwritten: bool,
+}
+
+impl Extent {
+    #[inline]
+    pub fn end(&self) -> u64 {
+        self.logical + self.len
+    }
+}
+
+/// The extents of one file, sorted by logical block, non-overlapping.
+#[derive(Clone, Debug, Default)]
+pub struct ExtentMap {
+    ext: Vec<Extent>,
+}
+
+impl ExtentMap {
+    pub fn len(&self) -> usize {
+        self.ext.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ext.is_empty()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &Extent> {
+        self.ext.iter()
+    }
+
+    /// Index of the first extent ending after `l`.
+    #[inline]
+    fn first_ending_after(&self, l: u64) -> usize {
+        self.ext.partition_point(|e| e.end() <= l)
+    }
+
+    /// Extent index holding logical block `l`, if mapped.
+    pub fn find(&self, l: u64) -> Option<usize> {
+        let i = self.first_ending_after(l);
+        (i < self.ext.len() && self.ext[i].logical <= l).then_some(i)
+    }
+
+    pub fn get(&self, i: usize) -> Extent {
+        self.ext[i]
+    }
+
+    /// Logical start of the first extent at or after `l` (`u64::MAX` if none).
+    pub fn next_mapped(&self, l: u64) -> u64 {
+        let i = self.first_ending_after(l);
+        self.ext.get(i).map_or(u64::MAX, |e| e.logical.max(l))
+    }
+
+    /// The physical block logical `l` would have if it continued the extent before it
+    /// (ext4's allocation goal), if there is one.
+    pub fn goal_for(&self, l: u64) -> Option<u64> {
+        let i = self.first_ending_after(l);
+        let prev = if i < self.ext.len() && self.ext[i].logical <= l {
+            Some(self.ext[i])
+        } else if i > 0 {
+            Some(self.ext[i - 1])
+        } else {
+            self.ext.get(i).copied()
+        }?;
+        Some(if prev.logical <= l {
+            prev.phys + (l - prev.logical)
+        } else {
+            prev.phys.saturating_sub(prev.logical - l)
+        })
+    }
+
+    /// Map the unmapped logical range `[logical, logical+len)` to `phys..`. Merges with
+    /// contiguous neighbours of the same kind. Returns the index of the extent that now holds
+    /// `logical`.
+    pub fn insert(&mut self, logical: u64, phys: u64, len: u64, unwritten: bool) -> usize {
+        let i = self.first_ending_after(logical);
+        debug_assert!(
+            i >= self.ext.len() || self.ext[i].logical >= logical + len,
+            "mapping over a mapped block"
+        );
+        let joins = |a: &Extent, b: &Extent| {
+            a.end() == b.logical
+                && a.phys + a.len == b.phys
+                && a.unwritten == b.unwritten
+                && a.len + b.len <= MAX_EXTENT_BLOCKS
+        };
+        let new = Extent {
+            logical,
+            phys,
+            len,
+            unwritten,
+        };
+        if i > 0 && joins(&self.ext[i - 1], &new) {
+            self.ext[i - 1].len += len;
+            if i < self.ext.len() && joins(&self.ext[i - 1], &self.ext[i]) {
+                self.ext[i - 1].len += self.ext[i].len;
+                self.ext.remove(i);
+            }
+            return i - 1;
+        }
+        if i < self.ext.len() && joins(&new, &self.ext[i]) {
+            self.ext[i].logical = logical;
+            self.ext[i].phys = phys;
+            self.ext[i].len += len;
+            return i;
+        }
+        self.ext.insert(i, new);
+        i
+    }
+
+    /// Unmap `[from, to)`; calls `freed(phys, len)` for every physical run released.
+    pub fn remove_range(&mut self, from: u64, to: u64, mut freed: impl FnMut(u64, u64)) {
+        if from >= to {
+            return;
+        }
+        let mut i = self.first_ending_after(from);
+        while i < self.ext.len() && self.ext[i].logical < to {
+            let e = self.ext[i];
+            let cut_from = from.max(e.logical);
+            let cut_to = to.min(e.end());
+            freed(e.phys + (cut_from - e.logical), cut_to - cut_from);
+            let head = cut_from - e.logical;
+            let tail = e.end() - cut_to;
+            match (head > 0, tail > 0) {
+                (false, false) => {
+                    self.ext.remove(i);
+                }
+                (true, false) => {
+                    self.ext[i].len = head;
+                    i += 1;
+                }
+                (false, true) => {
+                    self.ext[i] = Extent {
+                        logical: cut_to,
+                        phys: e.phys + (cut_to - e.logical),
+                        len: tail,
+                        unwritten: e.unwritten,
+                    };
+                    i += 1;
+                }
+                (true, true) => {
+                    self.ext[i].len = head;
+                    self.ext.insert(
+                        i + 1,
+                        Extent {
+                            logical: cut_to,
+                            phys: e.phys + (cut_to - e.logical),
+                            len: tail,
+                            unwritten: e.unwritten,
+                        },
+                    );
+                    i += 2;
+                }
+            }
+        }
+    }
+
+    /// Mark `[from, to)` written (converting unwritten extents, splitting them as needed);
+    /// returns whether anything changed.
+    pub fn mark_written(&mut self, from: u64, to: u64) -> bool {
+        let mut changed = false;
+        let mut i = self.first_ending_after(from);
+        while i < self.ext.len() && self.ext[i].logical < to {
+            let e = self.ext[i];
+            if !e.unwritten {
+                i += 1;
+                continue;
+            }
+            changed = true;
+            let a = from.max(e.logical);
+            let b = to.min(e.end());
+            let mut parts = Vec::with_capacity(3);
+            if a > e.logical {
+                parts.push(Extent {
+                    len: a - e.logical,
+                    ..e
+                });
+            }
+            parts.push(Extent {
+                logical: a,
+                phys: e.phys + (a - e.logical),
+                len: b - a,
+                unwritten: false,
+            });
+            if b < e.end() {
+                parts.push(Extent {
+                    logical: b,
+                    phys: e.phys + (b - e.logical),
+                    len: e.end() - b,
+                    unwritten: true,
+                });
+            }
+            let n = parts.len();
+            self.ext.splice(i..=i, parts);
+            i += n;
+        }
+        if changed {
+            self.merge_all();
+        }
+        changed
+    }
+
+    fn merge_all(&mut self) {
+        let mut out: Vec<Extent> = Vec::with_capacity(self.ext.len());
+        for e in self.ext.drain(..) {
+            if let Some(p) = out.last_mut() {
+                if p.end() == e.logical
+                    && p.phys + p.len == e.phys
+                    && p.unwritten == e.unwritten
+                    && p.len + e.len <= MAX_EXTENT_BLOCKS
+                {
+                    p.len += e.len;
+                    continue;
+                }
+            }
+            out.push(e);
+        }
+        self.ext = out;
+    }
+
+    /// Blocks mapped.
+    pub fn mapped_blocks(&self) -> u64 {
+        self.ext.iter().map(|e| e.len).sum()
+    }
+}
+
+/// Extent-tree blocks a file with `extents` extents needs (leaves, plus index blocks above
+/// four leaves).
+pub fn tree_blocks(extents: usize) -> usize {
+    if extents <= INODE_EXTENTS {
+        return 0;
+    }
+    let leaves = extents.div_ceil(EXTENTS_PER_BLOCK);
+    let index = if leaves > INODE_EXTENTS {
+        leaves.div_ceil(EXTENTS_PER_BLOCK)
+    } else {
+        0
+    };
+    leaves + index
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_merges_and_remove_splits() {
+        let mut m = ExtentMap::default();
+        m.insert(0, 100, 4, false);
+        m.insert(4, 104, 4, false);
+        assert_eq!(m.len(), 1);
+        m.insert(10, 200, 2, false);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.goal_for(8), Some(108));
+        assert_eq!(m.next_mapped(8), 10);
+        let mut freed = Vec::new();
+        m.remove_range(2, 11, |p, l| freed.push((p, l)));
+        assert_eq!(freed, vec![(102, 6), (200, 1)]);
+        assert_eq!(m.find(11).map(|i| m.get(i).phys), Some(201));
+        assert_eq!(m.mapped_blocks(), 3);
+    }
+
+    #[test]
+    fn unwritten_conversion() {
+        let mut m = ExtentMap::default();
+        m.insert(0, 50, 10, true);
+        assert!(m.mark_written(3, 5));
+        let v: Vec<_> = m.iter().map(|e| (e.logical, e.len, e.unwritten)).collect();
+        assert_eq!(v, vec![(0, 3, true), (3, 2, false), (5, 5, true)]);
+        assert!(m.mark_written(0, 10));
+        assert_eq!(m.len(), 1);
+        assert!(!m.mark_written(0, 10));
+    }
+
+    #[test]
+    fn tree_sizes() {
+        assert_eq!(tree_blocks(4), 0);
+        assert_eq!(tree_blocks(5), 1);
+        assert_eq!(tree_blocks(341), 2);
+        assert_eq!(tree_blocks(340 * 5), 6);
+    }
+}

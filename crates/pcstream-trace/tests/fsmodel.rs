@@ -1,0 +1,648 @@
+//! The ext4-like file-system model: allocation, delayed allocation and writeback, the journal,
+//! discard, determinism, malformed input, and the Parquet front door (`map_file_trace`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int32Array, StringArray, UInt32Array, UInt64Array};
+use pcstream_core::request::{meta, Op, Request};
+use pcstream_trace::filetrace::{write_events, FileEvent, FileOp};
+use pcstream_trace::fsmodel::{FsModel, MapOptions, MapSummary};
+use pcstream_trace::{map_file_trace, BlockTraceReader};
+
+const S: u64 = 1_000_000_000;
+const O_CREAT: u32 = 0o100;
+const O_WRONLY: u32 = 0o1;
+/// 1 GiB file system.
+const CAP: u64 = 262_144;
+
+fn ev(ts_ns: u64, op: FileOp, pid: u32, fd: i32, file: u32) -> FileEvent {
+    FileEvent {
+        ts_ns,
+        pid,
+        tid: pid,
+        op,
+        fd,
+        dev: if file == 0 { 0 } else { 1 },
+        ino: file as u64,
+        path: file,
+        ..Default::default()
+    }
+}
+fn open(ts: u64, pid: u32, fd: i32, file: u32) -> FileEvent {
+    FileEvent {
+        flags: O_CREAT | O_WRONLY,
+        ..ev(ts, FileOp::Open, pid, fd, file)
+    }
+}
+fn write(ts: u64, pid: u32, fd: i32, file: u32, off: u64, len: u64, pc: u64) -> FileEvent {
+    FileEvent {
+        offset: off,
+        len,
+        pc,
+        ..ev(ts, FileOp::Write, pid, fd, file)
+    }
+}
+fn op(ts: u64, op: FileOp, pid: u32, fd: i32, file: u32) -> FileEvent {
+    ev(ts, op, pid, fd, file)
+}
+
+fn paths(n: u32) -> BTreeMap<u32, String> {
+    (1..=n)
+        .map(|i| (i, format!("/data/db/{i:06}.sst")))
+        .collect()
+}
+
+/// Run `events` through a fresh model; all requests and the summary.
+fn run(opts: MapOptions, events: &[FileEvent], npaths: u32) -> (Vec<Request>, MapSummary) {
+    let mut m = FsModel::new(opts).unwrap();
+    for (id, p) in paths(npaths) {
+        m.register_path(id, &p);
+    }
+    let mut out = Vec::new();
+    for e in events {
+        m.apply(e, &mut |r| out.push(r)).unwrap();
+    }
+    let s = m.finish(&mut |r| out.push(r)).unwrap();
+    (out, s)
+}
+
+fn opts() -> MapOptions {
+    MapOptions::from_mount_opts(CAP, "").unwrap()
+}
+
+fn data_of(reqs: &[Request], file: u32) -> Vec<Request> {
+    reqs.iter()
+        .filter(|r| r.op == Op::Write as u8 && r.meta == meta::DATA && r.file == file)
+        .copied()
+        .collect()
+}
+
+fn pages_of(reqs: &[Request]) -> Vec<u64> {
+    let mut v: Vec<u64> = reqs
+        .iter()
+        .flat_map(|r| r.lpn..r.lpn + r.pages as u64)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn appends_are_contiguous() {
+    // 64 appends of 64 KiB, fsync after every 8th, while another process writes and syncs a
+    // small new file at every step.
+    let mut evs = vec![open(0, 10, 3, 1)];
+    for i in 0..64u64 {
+        let t = i * S / 10;
+        let small = 2 + i as u32;
+        evs.push(write(t, 10, 3, 1, i * 65_536, 65_536, 7));
+        evs.push(open(t, 11, 4, small));
+        evs.push(write(t, 11, 4, small, 0, 8192, 8));
+        evs.push(op(t, FileOp::Fsync, 11, 4, small));
+        evs.push(op(t, FileOp::Close, 11, 4, small));
+        if i % 8 == 7 {
+            evs.push(op(t, FileOp::Fsync, 10, 3, 1));
+        }
+    }
+    let (reqs, _) = run(opts(), &evs, 70);
+    assert_eq!(pages_of(&data_of(&reqs, 2)).len(), 2);
+    let d = data_of(&reqs, 1);
+    assert_eq!(d.iter().map(|r| r.pages as u64).sum::<u64>(), 1024);
+    for w in d.windows(2) {
+        assert_eq!(
+            w[1].lpn,
+            w[0].lpn + w[0].pages as u64,
+            "append not contiguous: {:?} then {:?}",
+            w[0],
+            w[1]
+        );
+    }
+    // Each fsync wrote its 128 dirty pages as one request (256 is the size limit).
+    assert!(d.iter().all(|r| r.pages == 128), "{d:?}");
+}
+
+#[test]
+fn file_deleted_before_writeback_writes_no_data() {
+    let evs = vec![
+        open(0, 10, 3, 1),
+        write(S / 10, 10, 3, 1, 0, 400 * 4096, 5),
+        op(S, FileOp::Close, 10, 3, 1),
+        op(2 * S, FileOp::Unlink, 10, -1, 1),
+    ];
+    let (reqs, s) = run(opts(), &evs, 1);
+    assert!(
+        reqs.iter()
+            .all(|r| r.meta != meta::DATA || r.op != Op::Write as u8),
+        "data written for a file deleted while dirty"
+    );
+    assert!(
+        reqs.iter().all(|r| r.op != Op::Trim as u8),
+        "nothing allocated, nothing to trim"
+    );
+    assert_eq!(s.absorbed_pages, 400);
+    assert!(s.journal_pages > 0, "the create and unlink are journalled");
+}
+
+#[test]
+fn fsync_forces_a_journal_commit_before_later_data() {
+    let evs = vec![
+        open(0, 10, 3, 1),
+        open(0, 10, 4, 2),
+        write(S / 10, 10, 3, 1, 0, 40_960, 5),
+        op(S / 5, FileOp::Fsync, 10, 3, 1),
+        write(S / 4, 10, 4, 2, 0, 40_960, 6),
+        op(S / 3, FileOp::Fdatasync, 10, 4, 2),
+    ];
+    let (reqs, s) = run(opts(), &evs, 2);
+    let first_data = reqs.iter().position(|r| r.file == 1).unwrap();
+    let last_data1 = reqs.iter().rposition(|r| r.file == 1).unwrap();
+    let first_data2 = reqs.iter().position(|r| r.file == 2).unwrap();
+    let journal: Vec<usize> = (0..reqs.len())
+        .filter(|&i| reqs[i].meta == meta::JOURNAL)
+        .collect();
+    assert!(first_data < last_data1 + 1);
+    // The first journal write follows file 1's data at the fsync's time, before file 2's data.
+    let j0 = journal[0];
+    assert!(j0 > last_data1 && j0 < first_data2, "{journal:?}");
+    assert_eq!(
+        reqs[j0].ts_ns,
+        S / 5,
+        "committed at the fsync, not by the timer"
+    );
+    // Descriptor + copies, a flush, then the commit block, all before file 2's data.
+    let flush = reqs.iter().position(|r| r.op == Op::Flush as u8).unwrap();
+    assert!(flush > j0 && flush < first_data2);
+    assert_eq!(reqs[flush + 1].meta, meta::JOURNAL);
+    assert_eq!(reqs[flush + 1].pages, 1);
+    // The fdatasync after an allocating write commits too.
+    assert!(reqs[first_data2..]
+        .iter()
+        .any(|r| r.meta == meta::JOURNAL && r.ts_ns == S / 3));
+    assert!(s.commits >= 2);
+}
+
+#[test]
+fn unlink_trims_exactly_the_files_extents() {
+    let mut m = FsModel::new(opts()).unwrap();
+    for (id, p) in paths(2) {
+        m.register_path(id, &p);
+    }
+    let mut reqs = Vec::new();
+    let feed = |m: &mut FsModel, e: FileEvent, reqs: &mut Vec<Request>| {
+        m.apply(&e, &mut |r| reqs.push(r)).unwrap()
+    };
+    feed(&mut m, open(0, 10, 3, 1), &mut reqs);
+    feed(&mut m, open(0, 10, 4, 2), &mut reqs);
+    // Interleaved writes and fsyncs fragment file 1 a little.
+    for i in 0..10u64 {
+        feed(&mut m, write(i, 10, 3, 1, i * 81_920, 81_920, 1), &mut reqs);
+        feed(&mut m, op(i, FileOp::Fsync, 10, 3, 1), &mut reqs);
+        feed(&mut m, write(i, 10, 4, 2, i * 8192, 8192, 2), &mut reqs);
+        feed(&mut m, op(i, FileOp::Fsync, 10, 4, 2), &mut reqs);
+    }
+    let ext = m.extents_of(1);
+    let mut expected: Vec<u64> = ext.iter().flat_map(|&(s, n)| s..s + n).collect();
+    expected.sort_unstable();
+    assert_eq!(expected.len(), 200);
+    feed(&mut m, op(S, FileOp::Close, 10, 3, 1), &mut reqs);
+    feed(&mut m, op(S, FileOp::Unlink, 10, -1, 1), &mut reqs);
+    m.finish(&mut |r| reqs.push(r)).unwrap();
+    let trims: Vec<Request> = reqs
+        .iter()
+        .filter(|r| r.op == Op::Trim as u8)
+        .copied()
+        .collect();
+    assert!(trims.iter().all(|r| r.file == 1), "{trims:?}");
+    assert_eq!(pages_of(&trims), expected);
+    // Trims come after the commit that freed the blocks.
+    let t0 = reqs.iter().position(|r| r.op == Op::Trim as u8).unwrap();
+    assert_eq!(reqs[t0 - 1].meta, meta::JOURNAL);
+
+    // nodiscard: no trims at all.
+    let evs = vec![
+        open(0, 10, 3, 1),
+        write(0, 10, 3, 1, 0, 81_920, 1),
+        op(0, FileOp::Fsync, 10, 3, 1),
+        op(S, FileOp::Close, 10, 3, 1),
+        op(S, FileOp::Unlink, 10, -1, 1),
+    ];
+    let (reqs, s) = run(
+        MapOptions::from_mount_opts(CAP, "nodiscard").unwrap(),
+        &evs,
+        1,
+    );
+    assert!(reqs.iter().all(|r| r.op != Op::Trim as u8));
+    assert_eq!(s.trim_pages, 0);
+    let (_, s) = run(opts(), &evs, 1);
+    assert_eq!(s.trim_pages, 20);
+}
+
+#[test]
+fn unlink_of_an_open_file_waits_for_the_last_close() {
+    let evs = vec![
+        open(0, 10, 3, 1),
+        write(0, 10, 3, 1, 0, 81_920, 1),
+        op(0, FileOp::Fsync, 10, 3, 1),
+        op(S, FileOp::Unlink, 10, -1, 1),
+        // still open: a later write goes to the orphan, then the close deletes it
+        write(2 * S, 10, 3, 1, 81_920, 4096, 1),
+        op(50 * S, FileOp::Close, 10, 3, 1),
+    ];
+    let (reqs, s) = run(opts(), &evs, 1);
+    let first_trim = reqs.iter().find(|r| r.op == Op::Trim as u8).unwrap();
+    assert!(first_trim.ts_ns >= 50 * S, "{first_trim:?}");
+    // the orphan's late page was written back at its expiry (t = 2 s + 30 s → tick 35 s)
+    let late = data_of(&reqs, 1);
+    assert_eq!(late.last().unwrap().ts_ns, 35 * S);
+    assert_eq!(s.trim_pages, 21);
+}
+
+#[test]
+fn rewriting_a_deleted_files_space_reuses_its_lbas() {
+    let evs = vec![
+        open(0, 10, 3, 1),
+        write(0, 10, 3, 1, 0, 64 * 4096, 1),
+        op(0, FileOp::Fsync, 10, 3, 1),
+        op(S, FileOp::Close, 10, 3, 1),
+        op(S, FileOp::Unlink, 10, -1, 1),
+        // after the unlink's transaction committed (t = 6 s)
+        open(10 * S, 10, 3, 2),
+        write(10 * S, 10, 3, 2, 0, 64 * 4096, 2),
+        op(10 * S, FileOp::Fsync, 10, 3, 2),
+    ];
+    let (reqs, _) = run(opts(), &evs, 2);
+    let a = pages_of(&data_of(&reqs, 1));
+    let b = pages_of(&data_of(&reqs, 2));
+    assert_eq!(a.len(), 64);
+    assert_eq!(a, b, "the new file did not reuse the freed blocks");
+}
+
+#[test]
+fn dirty_overwrites_are_absorbed() {
+    let evs = vec![
+        open(0, 10, 3, 1),
+        write(0, 10, 3, 1, 0, 4096, 11),
+        write(S, 10, 3, 1, 100, 200, 12),
+        write(2 * S, 10, 3, 1, 0, 4096, 13),
+        // a second page by another pid: split by pc/pid
+        write(2 * S, 20, 3, 1, 4096, 4096, 13),
+    ];
+    let (reqs, s) = run(opts(), &evs, 1);
+    let d = data_of(&reqs, 1);
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert_eq!((d[0].pages, d[0].pc, d[0].pid), (1, 13, 10));
+    assert_eq!((d[1].pages, d[1].pc, d[1].pid), (1, 13, 20));
+    assert_eq!(d[1].lpn, d[0].lpn + 1);
+    assert_eq!(s.absorbed_pages, 2);
+    assert_eq!(s.data_pages, 2);
+}
+
+#[test]
+fn periodic_writeback_at_the_first_tick_after_expiry() {
+    let evs = vec![
+        open(1_000 * S, 10, 3, 1), // the trace's time origin
+        write(1_000 * S + 7_300_000_000, 10, 3, 1, 0, 4096, 1),
+        // exactly on a tick: dirtied at 10 s, expired at 40 s, written at 40 s
+        open(1_000 * S + 10 * S, 10, 4, 2),
+        write(1_000 * S + 10 * S, 10, 4, 2, 0, 4096, 1),
+        // a later write to the same inode does not reset its dirtied time
+        write(1_000 * S + 20 * S, 10, 3, 1, 4096, 4096, 1),
+    ];
+    let (reqs, _) = run(opts(), &evs, 2);
+    let d2 = data_of(&reqs, 2);
+    assert_eq!(d2.len(), 1, "{d2:?}");
+    assert_eq!(d2[0].ts_ns, 40 * S);
+    let d = data_of(&reqs, 1);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].pages, 2);
+    // dirtied at 7.3 s: expired at 37.3 s, written at the 40 s tick
+    assert_eq!(d[0].ts_ns, 40 * S);
+    // the create was committed by the 5 s commit timer, the first write's inode update 5 s
+    // after that write
+    let journal: Vec<u64> = reqs
+        .iter()
+        .filter(|r| r.meta == meta::JOURNAL)
+        .map(|r| r.ts_ns)
+        .collect();
+    assert_eq!(journal[0], 5 * S);
+    assert!(journal.contains(&12_300_000_000), "{journal:?}");
+    // committed metadata reaches home 30 s after it first became dirty
+    let home = reqs
+        .iter()
+        .find(|r| r.meta == meta::INODE)
+        .expect("inode written home");
+    assert_eq!(home.ts_ns, 35 * S);
+}
+
+/// A seeded mix of creates, appends, overwrites, fsyncs, renames, truncates and unlinks.
+fn mix(seed: u64, n: usize, files: u32) -> Vec<FileEvent> {
+    let mut x = seed;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut size = vec![0u64; files as usize + 1];
+    let mut open_ = vec![false; files as usize + 1];
+    let mut out = Vec::with_capacity(n);
+    let mut t = 0u64;
+    while out.len() < n {
+        t += next() % (S / 50);
+        let f = 1 + (next() % files as u64) as u32;
+        let pid = 100 + f % 7;
+        let fd = f as i32 + 3;
+        if !open_[f as usize] {
+            out.push(open(t, pid, fd, f));
+            open_[f as usize] = true;
+            continue;
+        }
+        match next() % 100 {
+            0..=59 => {
+                let len = 1 + next() % 20_000;
+                out.push(write(t, pid, fd, f, size[f as usize], len, next() % 5));
+                size[f as usize] += len;
+            }
+            60..=79 => {
+                let off = next() % (size[f as usize] + 1);
+                out.push(write(t, pid, fd, f, off, 4096, next() % 5));
+            }
+            80..=89 => out.push(op(t, FileOp::Fdatasync, pid, fd, f)),
+            90..=94 => {
+                let mut e = op(t, FileOp::Truncate, pid, fd, f);
+                e.offset = size[f as usize] / 2;
+                size[f as usize] /= 2;
+                out.push(e);
+            }
+            _ => {
+                out.push(op(t, FileOp::Close, pid, fd, f));
+                out.push(op(t, FileOp::Unlink, pid, -1, f));
+                // the same name is created again later, as a new inode
+                open_[f as usize] = false;
+                size[f as usize] = 0;
+            }
+        }
+    }
+    // New incarnations of a name get a new inode number.
+    let mut gen = vec![0u64; files as usize + 1];
+    for e in &mut out {
+        if e.ino != 0 {
+            e.ino = e.path as u64 + 1_000 * gen[e.path as usize];
+            if e.op == FileOp::Unlink {
+                gen[e.path as usize] += 1;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn same_input_same_output() {
+    let evs = mix(42, 20_000, 40);
+    let (a, sa) = run(opts(), &evs, 40);
+    let (b, sb) = run(opts(), &evs, 40);
+    assert_eq!(a, b);
+    assert_eq!(sa, sb);
+    assert!(sa.data_pages > 0 && sa.trim_pages > 0 && sa.journal_pages > 0);
+    assert!(a
+        .iter()
+        .all(|r| r.op == Op::Flush as u8 || r.lpn + r.pages as u64 <= CAP));
+    // time never goes back
+    assert!(a.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+    // a different seed gives a different trace (the test can tell traces apart)
+    let (c, _) = run(opts(), &mix(43, 20_000, 40), 40);
+    assert_ne!(a, c);
+}
+
+#[test]
+fn rename_moves_the_name_and_replaces_the_target() {
+    let mut m = FsModel::new(opts()).unwrap();
+    m.register_path(1, "/db/000009.dbtmp");
+    m.register_path(2, "/db/CURRENT");
+    let mut reqs = Vec::new();
+    let evs = [
+        open(0, 10, 3, 2),
+        write(0, 10, 3, 2, 0, 16, 1),
+        op(0, FileOp::Fsync, 10, 3, 2),
+        op(0, FileOp::Close, 10, 3, 2),
+        open(S, 10, 3, 1),
+        write(S, 10, 3, 1, 0, 16, 2),
+        op(S, FileOp::Close, 10, 3, 1),
+        FileEvent {
+            path2: 2,
+            ..op(2 * S, FileOp::Rename, 10, -1, 1)
+        },
+    ];
+    for e in &evs {
+        m.apply(e, &mut |r| reqs.push(r)).unwrap();
+    }
+    // auto_da_alloc: renaming over CURRENT wrote the new file's data at once (ext4_rename starts
+    // it before moving the name, so under the temporary name's class)
+    let d = data_of(&reqs, 2);
+    assert_eq!(d.len(), 1);
+    assert_eq!((d[0].ts_ns, d[0].file_class), (2 * S, 5));
+    let files = m.files_table();
+    assert_eq!(files[&2], "/db/CURRENT");
+    m.finish(&mut |r| reqs.push(r)).unwrap();
+    // the replaced CURRENT's block is trimmed
+    let old = pages_of(&data_of(&reqs, 1));
+    let trims: Vec<Request> = reqs
+        .iter()
+        .filter(|r| r.op == Op::Trim as u8)
+        .copied()
+        .collect();
+    assert_eq!(pages_of(&trims), old);
+}
+
+#[test]
+fn unknown_ops_are_counted_not_errors() {
+    let evs = vec![open(0, 10, 3, 1), op(S, FileOp::Unknown, 10, 3, 1)];
+    let (_, s) = run(opts(), &evs, 1);
+    assert_eq!(s.unknown_ops, 1);
+}
+
+#[test]
+fn a_full_file_system_names_the_event_and_the_fix() {
+    let mut m = FsModel::new(MapOptions::from_mount_opts(16_384, "").unwrap()).unwrap();
+    let mut err = None;
+    let evs = [
+        open(0, 10, 3, 1),
+        write(0, 10, 3, 1, 0, 80 << 20, 1),
+        op(0, FileOp::Fsync, 10, 3, 1),
+    ];
+    for e in &evs {
+        if let Err(e) = m.apply(e, &mut |_| {}) {
+            err = Some(e);
+            break;
+        }
+    }
+    let e = err.expect("80 MiB cannot fit 64 MiB").to_string();
+    assert!(
+        e.starts_with("event 2: the modelled file system is full"),
+        "{e}"
+    );
+    assert!(e.contains("raise --capacity"), "{e}");
+    let e = FsModel::new(MapOptions::from_mount_opts(100, "").unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("raise --capacity") && !e.contains('\n'), "{e}");
+    let e = FsModel::new(MapOptions::from_mount_opts(1 << 40, "").unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("lower --capacity"), "{e}");
+    let e = FsModel::new(MapOptions::from_mount_opts(CAP, "journal_pages=10").unwrap())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("smaller than jbd2 allows"), "{e}");
+}
+
+#[test]
+fn corrupt_ranges_are_errors_not_panics() {
+    let mut m = FsModel::new(opts()).unwrap();
+    m.apply(&open(0, 10, 3, 1), &mut |_| {}).unwrap();
+    for e in [
+        write(0, 10, 3, 1, u64::MAX - 5, 10, 1),
+        write(0, 10, 3, 1, 0, 1 << 40, 1),
+        FileEvent {
+            offset: u64::MAX,
+            len: u64::MAX,
+            ..op(0, FileOp::PunchHole, 10, 3, 1)
+        },
+        FileEvent {
+            offset: 1 << 50,
+            ..op(0, FileOp::Truncate, 10, 3, 1)
+        },
+    ] {
+        let msg = m.apply(&e, &mut |_| {}).unwrap_err().to_string();
+        assert!(msg.contains("the trace is corrupt"), "{msg}");
+    }
+    // the model is still usable afterwards
+    m.apply(&write(0, 10, 3, 1, 0, 4096, 1), &mut |_| {})
+        .unwrap();
+    let s = m.finish(&mut |_| {}).unwrap();
+    assert_eq!(s.data_pages, 1);
+}
+
+#[test]
+fn map_file_trace_through_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.parquet");
+    let output = dir.path().join("b.parquet");
+    let evs = mix(7, 5_000, 12);
+    let names = paths(12);
+    write_events(&input, &evs, &names, "test mix").unwrap();
+    let opts = opts();
+    let mut calls = 0;
+    let s = map_file_trace(&input, &output, &opts, &mut |done, total| {
+        calls += 1;
+        assert!(done <= total && total == 5_000);
+    })
+    .unwrap();
+    assert!(calls >= 1);
+    assert_eq!(s.events, 5_000);
+    let (expected, es) = run(opts, &evs, 12);
+    assert_eq!(s, es);
+    let r = BlockTraceReader::open(&output).unwrap();
+    assert_eq!(r.meta().capacity_pages, Some(CAP));
+    assert!(r.meta().source.starts_with("test mix"));
+    assert_eq!(
+        r.meta().file_classes.get(&1).map(String::as_str),
+        Some("sst")
+    );
+    assert!(r.meta().files.values().all(|p| p.starts_with("/data/db/")));
+    let rows = common::read_all(&output).unwrap();
+    assert_eq!(rows, expected);
+    assert!(rows
+        .iter()
+        .any(|r| r.file_class == 1 && r.meta == meta::DATA));
+}
+
+#[test]
+fn malformed_file_traces_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b.parquet");
+    let cols = |op: ArrayRef| -> Vec<(&'static str, ArrayRef)> {
+        vec![
+            (
+                "ts_ns",
+                Arc::new(UInt64Array::from(vec![1u64, 2])) as ArrayRef,
+            ),
+            ("op", op),
+            ("fd", Arc::new(Int32Array::from(vec![3, 3])) as ArrayRef),
+            (
+                "offset",
+                Arc::new(UInt64Array::from(vec![0u64, 0])) as ArrayRef,
+            ),
+            (
+                "len",
+                Arc::new(UInt64Array::from(vec![10u64, 10])) as ArrayRef,
+            ),
+            (
+                "path",
+                Arc::new(UInt32Array::from(vec![1u32, 1])) as ArrayRef,
+            ),
+        ]
+    };
+    let map = |name: &str, c: Vec<(&str, ArrayRef)>| {
+        let p = dir.path().join(name);
+        common::write_raw(&p, c, &[("pcstream.paths", r#"{"1":"/a"}"#)], 10);
+        let e = map_file_trace(
+            &p,
+            &out,
+            &MapOptions::from_mount_opts(CAP, "").unwrap(),
+            &mut |_, _| {},
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!e.contains('\n'), "{e}");
+        assert!(!out.exists(), "no partial output");
+        e
+    };
+    // a good file maps
+    let good = dir.path().join("good.parquet");
+    common::write_raw(
+        &good,
+        cols(Arc::new(StringArray::from(vec!["open", "write"]))),
+        &[],
+        10,
+    );
+    map_file_trace(&good, &out, &opts(), &mut |_, _| {}).unwrap();
+    std::fs::remove_file(&out).unwrap();
+    // missing column
+    let mut c = cols(Arc::new(StringArray::from(vec!["open", "write"])));
+    c.retain(|(n, _)| *n != "op");
+    let e = map("noop.parquet", c);
+    assert!(e.contains("required column 'op' is missing"), "{e}");
+    // bad op value
+    let e = map(
+        "badop.parquet",
+        cols(Arc::new(StringArray::from(vec!["open", "wr ite"]))),
+    );
+    assert!(
+        e.contains("row group 0, row 1: op 'wr ite' is not an op name"),
+        "{e}"
+    );
+    // op of the wrong type
+    let e = map(
+        "intop.parquet",
+        cols(Arc::new(UInt32Array::from(vec![1u32, 2])) as ArrayRef),
+    );
+    assert!(e.contains("column 'op' has type UInt32"), "{e}");
+    // not Parquet at all
+    let p = dir.path().join("junk.parquet");
+    std::fs::write(&p, b"not parquet").unwrap();
+    let e = map_file_trace(&p, &out, &opts(), &mut |_, _| {})
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not a readable Parquet file"), "{e}");
+    // bad mount option
+    let e = MapOptions::from_mount_opts(CAP, "discard,frobnicate")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'frobnicate': unknown"), "{e}");
+}
