@@ -18,7 +18,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Engine tests check every FTL invariant on a schedule.
 CARGO_TEST_FEATURES := --features pcstream-core/verify
 
-.PHONY: help install system-deps venv engine demo test test-rust test-python bench fmt lint clean
+.PHONY: help install system-deps venv engine demo test test-rust test-python bench policy-table fmt lint clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -67,10 +67,14 @@ test-python: install ## Python: ruff lint and format check, pytest
 	$(BIN)/ruff format --check python tests
 	$(BIN)/pytest -q tests/python
 
-bench: install ## Benchmarks: criterion engine bench, then pcstream bench without and with timing
+bench: install ## Benchmarks: engine (criterion, pcstream bench), then every policy's cost per write
 	$(CARGO) bench -p pcstream-trace --bench engine
 	$(BIN)/pcstream bench --no-timing
 	$(BIN)/pcstream bench --timing
+	$(CARGO) run --release -p pcstream-core --example policy_cost
+
+policy-table: ## Regenerate the WAF-per-policy table of docs/POLICIES.md from the gen workloads
+	$(CARGO) run --release -p pcstream-trace --example policy_table -- --update docs/POLICIES.md
 
 fmt: ## Format Rust and Python sources in place
 	$(CARGO) fmt --all

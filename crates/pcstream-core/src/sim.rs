@@ -291,6 +291,7 @@ impl Simulator {
         for (i, r) in batch.iter().enumerate() {
             if let Some(f) = batch.get(i + L2P_AHEAD) {
                 self.ftl.map.prefetch_l2p(f.lpn);
+                self.policy.prefetch(f.lpn);
             }
             if let Some(f) = batch.get(i + META_AHEAD) {
                 self.ftl.map.prefetch_meta_of(f.lpn);

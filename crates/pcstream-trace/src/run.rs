@@ -75,9 +75,9 @@ pub fn run_trace(
                         ),
                     }));
                 }
-                pass.feed(q);
                 index += 1;
             }
+            pass.feed_batch(&buf);
         }
         sim.set_death_times(pass.finish());
     }

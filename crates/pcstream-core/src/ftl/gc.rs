@@ -61,7 +61,14 @@ impl Ftl {
             // Each copy stores to a random L2P entry; start fetching the one a few pages ahead
             // so those misses overlap instead of filling the store buffer one by one.
             if off + COPY_AHEAD < unit_pages {
-                self.map.prefetch_l2p_of_page(Ppn(base + off + COPY_AHEAD));
+                let ahead = Ppn(base + off + COPY_AHEAD);
+                self.map.prefetch_l2p_of_page(ahead);
+                if self.gc_mode == GcMode::Policy {
+                    let l = self.map.lpn_at(ahead);
+                    if l != super::mapping::NONE {
+                        policy.prefetch_gc(l as u64);
+                    }
+                }
             }
             let lpn = self.map.lpn_at(from);
             if lpn != super::mapping::NONE {

@@ -322,6 +322,11 @@ impl Placement for FileStream {
             FileEventKind::Close => {}
         }
     }
+    fn prefetch(&self, lpn: u64) {
+        if let Some(f) = self.lpn_file.get(lpn as usize) {
+            crate::prefetch::read(f);
+        }
+    }
     fn state_bytes(&self) -> usize {
         self.lpn_file.len() * 4
             + self.files.len() * (std::mem::size_of::<OpenFile>() + 4 + 16)

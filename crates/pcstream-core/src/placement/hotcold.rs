@@ -65,6 +65,16 @@ impl Placement for HotCold {
     fn gc_destination(&mut self, p: &PageInfo, _now: LogicalTime) -> StreamId {
         self.class(p.lpn.0)
     }
+    fn prefetch(&self, lpn: u64) {
+        if let Some(c) = self.counts.get(lpn as usize) {
+            crate::prefetch::read(c);
+        }
+    }
+    fn prefetch_gc(&self, lpn: u64) {
+        if let Some(c) = self.counts.get(lpn as usize) {
+            crate::prefetch::read(c);
+        }
+    }
     fn state_bytes(&self) -> usize {
         self.counts.len() * 2
     }

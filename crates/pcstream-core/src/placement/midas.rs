@@ -122,6 +122,16 @@ impl Placement for Midas {
         self.set(x, hf, group);
         StreamId(group)
     }
+    fn prefetch(&self, lpn: u64) {
+        if let Some(s) = self.lpn_state.get(lpn as usize) {
+            crate::prefetch::read(s);
+        }
+    }
+    fn prefetch_gc(&self, lpn: u64) {
+        if let Some(s) = self.lpn_state.get(lpn as usize) {
+            crate::prefetch::read(s);
+        }
+    }
     fn gc_destination(&mut self, p: &PageInfo, _now: LogicalTime) -> StreamId {
         let g = p.victim_wp.min(self.groups - 1);
         let x = p.lpn.0;

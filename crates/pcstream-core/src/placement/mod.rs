@@ -248,6 +248,14 @@ pub trait Placement: Send {
     fn gc_fanout(&self) -> Option<u32> {
         None
     }
+    /// Hint: a host write of `lpn` comes a few requests from now. Policies with per-LPN state
+    /// start loading it (`crate::prefetch::read`) so the cache misses overlap. No effect on
+    /// results.
+    #[inline]
+    fn prefetch(&self, _lpn: u64) {}
+    /// Hint (`GcMode::Policy`): `gc_destination` will be asked about `lpn` a few copies from now.
+    #[inline]
+    fn prefetch_gc(&self, _lpn: u64) {}
     fn on_request(&mut self, _req: &RequestInfo, _now: LogicalTime) {}
     /// Host stream (or, for `GcMode::Policy` policies, write point) of one host page.
     fn on_write(&mut self, w: &WriteInfo, now: LogicalTime) -> StreamId;

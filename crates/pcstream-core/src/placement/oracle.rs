@@ -159,6 +159,28 @@ impl DeathPass {
         }
     }
 
+    /// [`feed`](Self::feed) a batch, with the two dependent cache misses of each write (the
+    /// LPN's last write, then that write's death slot) prefetched a few requests ahead.
+    pub fn feed_batch(&mut self, batch: &[Request]) {
+        const LAST_AHEAD: usize = 16;
+        const DEATH_AHEAD: usize = 8;
+        for (i, r) in batch.iter().enumerate() {
+            if let Some(f) = batch.get(i + LAST_AHEAD) {
+                if let Some(x) = self.last.get(f.lpn as usize) {
+                    crate::prefetch::read(x);
+                }
+            }
+            if let Some(f) = batch.get(i + DEATH_AHEAD) {
+                if let Some(&w) = self.last.get(f.lpn as usize) {
+                    if let Some(d) = self.deaths.get(w as usize) {
+                        crate::prefetch::read(d);
+                    }
+                }
+            }
+            self.feed(r);
+        }
+    }
+
     pub fn finish(self) -> DeathTimes {
         DeathTimes {
             per_write: self.deaths,

@@ -146,6 +146,16 @@ impl Placement for SepBit {
             }
         }
     }
+    fn prefetch(&self, lpn: u64) {
+        if let Some(t) = self.fifo_time.get(lpn as usize) {
+            crate::prefetch::read(t);
+        }
+        // The FIFO pops about one entry per write and checks that LPN's time: fetch the entry
+        // that will be popped a few writes from now.
+        if let Some(&(l, _)) = self.fifo.get(16) {
+            crate::prefetch::read(&self.fifo_time[l as usize]);
+        }
+    }
     fn gc_destination(&mut self, p: &PageInfo, now: LogicalTime) -> StreamId {
         if p.victim_wp == 0 {
             return StreamId(2);
