@@ -1,0 +1,79 @@
+"""``pcstream workload``: record a real program from the workload suite into a trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from pcstream import record as rec
+from pcstream.cli._common import epilog, print_json, stderr, stdout
+from pcstream.errors import EXIT_OK
+from pcstream.workloads import runner
+from pcstream.workloads.recipes import RECIPES
+
+EXTRA = """\b
+Examples:
+  pcstream workload                       list the recipes
+  pcstream workload rocksdb-ur            show what the recipe runs and needs
+  pcstream workload rocksdb-ur --record -o traces/
+                                          install, run under 'pcstream record', check,
+                                          map to a block trace (traces/rocksdb-ur.parquet)"""
+
+
+def listing() -> Table:
+    t = Table(title="workload recipes", title_justify="left")
+    t.add_column("name", no_wrap=True)
+    t.add_column("about")
+    t.add_column("~s", justify="right")
+    t.add_column("missing packages")
+    for r in RECIPES.values():
+        t.add_row(r.name, r.summary, str(r.seconds), " ".join(runner.missing_packages(r)) or "-")
+    return t
+
+
+@click.command("workload", short_help="record a real program of the suite (RocksDB, SQLite, GCC, fio...)",
+               epilog=epilog(EXTRA))  # fmt: skip
+@click.argument("name", required=False)
+@click.option("--record", "do_record", is_flag=True, help="Run the recipe (default: show it).")
+@click.option("-o", "--output-dir", default="traces", show_default=True, metavar="DIR",
+              help="Where NAME.file.parquet (file level) and NAME.parquet (block level) go.")  # fmt: skip
+@click.option("--method", type=click.Choice(rec.METHODS), default="auto", show_default=True,
+              help="Stack walk for the PC signatures (see 'pcstream record').")  # fmt: skip
+@click.option("--keep-work", is_flag=True, help="Keep the scratch directory DIR/NAME.work.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def command(
+    name: str | None, do_record: bool, output_dir: str, method: str, keep_work: bool, as_json: bool
+) -> int:
+    """Run a real program (a recipe of the workload suite) under 'pcstream record' in a scratch
+    directory with bounded size and time, check that its trace holds what it must (e.g. WAL,
+    flush and compaction writers for RocksDB; deleted object files for GCC) and map it to a
+    block-level trace. Missing Debian packages are installed with apt-get when run as root.
+    Without NAME: list the recipes."""
+    if name is None:
+        stdout().print(listing())
+        return EXIT_OK
+    r = runner.recipe(name)
+    if not do_record:
+        out = stdout()
+        out.print(f"[bold]{r.name}[/bold]: {r.summary} (about {r.seconds} s on 2 cores)")
+        out.print(f"packages: {' '.join(p for p, _ in r.packages) or 'none'}"
+                  f" (missing: {' '.join(runner.missing_packages(r)) or 'none'})")  # fmt: skip
+        out.print("script (run in the scratch directory):")
+        out.print(r.script.strip(), markup=False, highlight=False)
+        out.print("checks: " + ", ".join(c.__name__ for c in r.checks))
+        out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")
+        return EXIT_OK
+    stderr().print(f"pcstream workload: recording {r.name} (about {r.seconds} s)...")
+    result = runner.run_recipe(r, Path(output_dir), method=method, keep_work=keep_work, map_to_blocks=None)
+    if as_json:
+        print_json(result)
+    else:
+        f = result["facts"]
+        stderr().print(
+            f"pcstream workload: {r.name}: {f['write_bytes'] / 2**20:.1f} MiB in {f['records']} records, "
+            f"{f['write_signatures']} writing signatures, {result['files_written']} files written, "
+            f"{f['unlinks']} deleted; checks passed -> {result['file_trace']}"
+        )
+    return EXIT_OK

@@ -1,0 +1,235 @@
+"""Workload recipes: real programs, run under ``pcstream record`` in a scratch directory.
+
+A recipe names what it needs (Debian packages, checked by the binaries they provide), a shell
+script run as one recorded command in the scratch directory (so every process it starts is
+recorded, and one trace holds concurrent programs), the trace checks its output must pass, and
+the logical capacity its data are sized for (the `small` SSD preset unless it says otherwise).
+Scripts keep their size and time bounded (rate limits, key counts, durations) so every recipe
+finishes in about 3 minutes or less on 2 cores.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Check = Callable[[dict[str, Any]], str | None]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    summary: str
+    # Debian packages and, for each, a binary whose presence means it is installed.
+    packages: tuple[tuple[str, str], ...]
+    script: str
+    checks: tuple[Check, ...] = ()
+    # Typical wall time on 2 cores (seconds), shown in listings.
+    seconds: int = 60
+    notes: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------ checks
+# Each check gets the trace facts (see workloads.runner.trace_facts) and returns a problem or None.
+
+
+def at_least_signatures(n: int) -> Check:
+    def check(f: dict[str, Any]) -> str | None:
+        got = f["write_signatures"]
+        return None if got >= n else f"only {got} PC signatures wrote data (expected ≥ {n})"
+
+    check.__name__ = f"at_least_{n}_signatures"
+    return check
+
+
+def files_matching(pattern: str, n: int = 1) -> Check:
+    def check(f: dict[str, Any]) -> str | None:
+        got = sum(1 for p in f["written_paths"] if pattern in p)
+        return None if got >= n else f"{got} written files match '{pattern}' (expected ≥ {n})"
+
+    check.__name__ = f"files_matching_{pattern}"
+    return check
+
+
+def deletes_files(n: int) -> Check:
+    def check(f: dict[str, Any]) -> str | None:
+        got = f["unlinks"]
+        return None if got >= n else f"{got} files deleted (expected ≥ {n}: short-lived files → TRIMs)"
+
+    check.__name__ = f"deletes_{n}_files"
+    return check
+
+
+def writes_bytes(n: int) -> Check:
+    def check(f: dict[str, Any]) -> str | None:
+        got = f["write_bytes"]
+        return None if got >= n else f"{got} bytes written (expected ≥ {n})"
+
+    check.__name__ = f"writes_{n}_bytes"
+    return check
+
+
+# ------------------------------------------------------------------------------ scripts
+
+PY = shlex.quote(sys.executable)
+
+# db_bench sized for the `small` SSD (61,248 logical pages = 239 MiB): 300 k keys of 16 + 400 B
+# ≈ 120 MiB of live data; 8 MiB memtables and SSTs, so flushes and compactions are frequent; the
+# write-rate limit bounds the trace (field-notes §1.1).
+DB_BENCH = (
+    "db_bench --db=./rdb --num=300000 --value_size=400 --key_size=16 --compression_type=none "
+    "--write_buffer_size=8388608 --target_file_size_base=8388608 "
+    "--max_bytes_for_level_base=33554432 --benchmark_write_rate_limit=6000000 --seed=1 "
+    "--progress_reports=false --histogram=false --statistics=false --stats_interval_seconds=0"
+)
+
+GCC = r"""
+src=$(ls /usr/src/linux-source-*.tar.xz | sort -V | tail -1)
+mkdir -p linux && tar -xf "$src" -C linux --strip-components=1 \
+  --wildcards '*/Makefile' '*/Kbuild' '*/Kconfig*' '*/scripts/*' '*/include/*' '*/arch/x86/*' \
+  '*/fs/ext4/*' '*/fs/jbd2/*' '*/tools/*' '*/init/*' '*/usr/*' '*/certs/*' 2>/dev/null
+cd linux
+make -s defconfig >/dev/null && make -s -j2 prepare >/dev/null
+files=(fs/ext4/*.c)
+make -s -j2 fs/ext4/ fs/jbd2/ >/dev/null
+for r in $(seq 1 ROUNDS); do
+  for ((i = r % 3; i < ${#files[@]}; i += 3)); do touch "${files[$i]}"; done
+  make -s -j2 fs/ext4/ >/dev/null
+done
+"""
+
+
+# Building kernel objects needs the sources and the kernel's build tools.
+KERNEL_PKGS: tuple[tuple[str, str], ...] = (
+    ("linux-source", "/usr/src/linux-source-*.tar.xz"),
+    ("build-essential", "gcc"),
+    ("flex", "flex"),
+    ("bison", "bison"),
+    ("bc", "bc"),
+    ("libelf-dev", "/usr/include/libelf.h"),
+    ("libssl-dev", "/usr/include/openssl/ssl.h"),
+)
+ROCKSDB_PKGS: tuple[tuple[str, str], ...] = (("rocksdb-tools", "db_bench"),)
+
+
+def gcc(rounds: int) -> str:
+    return GCC.replace("ROUNDS", str(rounds))
+
+
+def fio(dist: str) -> str:
+    spec = "" if dist == "uniform" else f"--random_distribution={dist}"
+    return (
+        "fio --name=w --filename=./fio.dat --size=160M --rw=randwrite --bs=4k --ioengine=psync "
+        f"{spec} --time_based --runtime=40 --fsync=256 --rate=8m --output=/dev/null"
+    )
+
+
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in [
+        Recipe(
+            "rocksdb-ur",
+            "RocksDB db_bench UR: fillrandom, then overwrite (random updates) on the same keys",
+            ROCKSDB_PKGS,
+            f"{DB_BENCH} --benchmarks=fillrandom,overwrite --duration=45",
+            (at_least_signatures(3), files_matching(".sst", 5), files_matching(".log")),
+            seconds=100,
+        ),
+        Recipe(
+            "rocksdb-ar",
+            "RocksDB db_bench AR: fillseq, then appendrandom-style sequential fills (append-heavy)",
+            ROCKSDB_PKGS,
+            f"{DB_BENCH} --benchmarks=fillseq --duration=40 && "
+            f"{DB_BENCH} --benchmarks=fillseq --use_existing_db=1 --duration=40",
+            (at_least_signatures(3), files_matching(".sst", 5)),
+            seconds=90,
+        ),
+        Recipe(
+            "rocksdb-fr",
+            "RocksDB db_bench FR: fillrandom",
+            ROCKSDB_PKGS,
+            f"{DB_BENCH} --benchmarks=fillrandom --duration=60",
+            (at_least_signatures(3), files_matching(".sst", 5)),
+            seconds=70,
+        ),
+        Recipe(
+            "sqlite-tpcc",
+            "SQLite TPC-C-like (New-Order, Payment, Delivery, ...) with the rollback journal",
+            (),
+            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 --items 20000 --customers 1000",
+            (files_matching("tpcc.db-journal"), deletes_files(100)),
+            seconds=90,
+        ),
+        Recipe(
+            "sqlite-tpcc-wal",
+            "SQLite TPC-C-like in WAL mode (WAL appends and checkpoints)",
+            (),
+            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 --items 20000 --customers 1000 "
+            "--journal wal",
+            (files_matching("tpcc.db-wal"),),
+            seconds=90,
+        ),
+        Recipe(
+            "gcc",
+            "GCC: build fs/ext4 and fs/jbd2 of the Linux sources, then rebuild 8 times with 1/3 touched",
+            KERNEL_PKGS,
+            gcc(8),
+            (files_matching(".o", 20), deletes_files(20)),
+            seconds=180,
+        ),
+        Recipe(
+            "mixed1",
+            "Mixed 1: RocksDB (fillrandom + overwrite) and the GCC rebuild loop at the same time",
+            ROCKSDB_PKGS + KERNEL_PKGS,
+            f"( {DB_BENCH} --benchmarks=fillrandom,overwrite --duration=45 ) & ( {gcc(4)} ) & wait",
+            (at_least_signatures(5), files_matching(".sst", 5), files_matching(".o", 10)),
+            seconds=180,
+        ),
+        Recipe(
+            "mixed2",
+            "Mixed 2: SQLite TPC-C-like and the GCC rebuild loop at the same time",
+            KERNEL_PKGS,
+            f"( {PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 --items 20000 "
+            f"--customers 1000 ) & ( {gcc(4)} ) & wait",
+            (files_matching("tpcc.db-journal"), files_matching(".o", 10)),
+            seconds=180,
+        ),
+        *[
+            Recipe(
+                f"fio-{label}",
+                f"fio random 4 KiB writes over a 160 MiB file, {label} distribution (FEMU hot/cold study)",
+                (("fio", "fio"),),
+                fio(dist),
+                (writes_bytes(50 << 20),),
+                seconds=45,
+            )
+            for label, dist in [
+                ("uniform", "uniform"),
+                ("normal", "normal:10"),
+                ("zipf0.8", "zipf:0.8"),
+                ("zipf1.2", "zipf:1.2"),
+                ("pareto0.5", "pareto:0.5"),
+            ]
+        ],
+        Recipe(
+            "varmail",
+            "filebench-like varmail: create/append/fsync/read/delete small mail files",
+            (),
+            f"{PY} -m pcstream.workloads.fileops varmail --duration 60",
+            (deletes_files(100),),
+            seconds=65,
+        ),
+        Recipe(
+            "fileserver",
+            "filebench-like fileserver: create/write/append/delete larger files, no fsync",
+            (),
+            f"{PY} -m pcstream.workloads.fileops fileserver --duration 60",
+            (deletes_files(20),),
+            seconds=65,
+        ),
+    ]
+}

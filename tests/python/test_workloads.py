@@ -1,0 +1,102 @@
+"""Workload suite: the SQLite TPC-C-like driver, the filebench-like personalities, the recipe runner
+(recording a real program, checking its trace) and the ``pcstream workload`` verb."""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from pcstream.errors import CliError
+from pcstream.workloads import fileops, runner, tpcc_sqlite
+from pcstream.workloads.recipes import RECIPES, Recipe, deletes_files, files_matching
+from support import assert_user_error, run_module
+
+PY = sys.executable
+
+
+def small_tpcc(tmp_path: Path, name: str, journal: str) -> dict[str, int]:
+    scale = tpcc_sqlite.Scale(warehouses=1, items=200, customers=20, orders=20)
+    return tpcc_sqlite.run(str(tmp_path / name), scale, 300, None, journal, seed=3)
+
+
+def test_tpcc_mix_is_deterministic_and_follows_the_standard_shares(tmp_path: Path) -> None:
+    a = small_tpcc(tmp_path, "a.db", "delete")
+    b = small_tpcc(tmp_path, "b.db", "wal")
+    assert a == b, "same seed, same transactions whatever the journal mode"
+    assert sum(a.values()) == 300
+    # 45 / 43 / 4 / 4 / 4 %: New-Order and Payment dominate.
+    assert a["new_order"] > 100 and a["payment"] > 100
+    assert a["delivery"] + a["order_status"] + a["stock_level"] < 60
+    db = sqlite3.connect(tmp_path / "a.db")
+    (orders,) = db.execute("SELECT COUNT(*) FROM orders").fetchone()
+    (lines,) = db.execute("SELECT COUNT(*) FROM order_line WHERE ol_o_id > 20").fetchone()
+    # Initial 20 orders per district × 10 districts, plus one per New-Order.
+    assert orders == 200 + a["new_order"]
+    assert lines >= 5 * a["new_order"]
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_tpcc_refuses_an_existing_database(tmp_path: Path) -> None:
+    (tmp_path / "x.db").write_bytes(b"")
+    assert tpcc_sqlite.main([str(tmp_path / "x.db"), "--txns", "1"]) == 2
+
+
+def test_varmail_keeps_its_file_set_bounded_and_deletes(tmp_path: Path) -> None:
+    d = tmp_path / "fs"
+    assert fileops.main(["varmail", "--dir", str(d), "--loops", "700", "--rate", "1000"]) == 0
+    files = list(d.iterdir())
+    # 500 pre-populated + 700 created, capped at 1000 live: 200 deleted.
+    assert len(files) == 1000
+
+
+def recorded(tmp_path: Path, script: str, checks: tuple = ()) -> dict:
+    r = Recipe("t", "test recipe", (), script, checks)
+    return runner.run_recipe(r, tmp_path / "out")
+
+
+def test_a_recipe_is_recorded_and_its_trace_checked(tmp_path: Path) -> None:
+    script = f"{PY} -m pcstream.workloads.fileops varmail --loops 600 --rate 1000 --dir mail"
+    res = recorded(tmp_path, script, (deletes_files(100), files_matching("mail/f", 500)))
+    assert res["check_problems"] == []
+    f = res["facts"]
+    assert f["unlinks"] == 100 and f["ops"]["fsync"] >= 1100
+    assert f["write_signatures"] >= 1
+    assert Path(res["file_trace"]).is_file()
+    assert not (tmp_path / "out" / "t.work").exists(), "scratch directory removed"
+
+
+def test_a_failing_check_or_script_is_an_error(tmp_path: Path) -> None:
+    script = f"{PY} -m pcstream.workloads.fileops varmail --loops 10 --rate 1000 --dir mail"
+    with pytest.raises(CliError, match="trace check failed: 0 files deleted"):
+        recorded(tmp_path, script, (deletes_files(1),))
+    with pytest.raises(CliError, match="exited with status 3"):
+        recorded(tmp_path, "exit 3")
+
+
+def test_missing_packages_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = Recipe("t", "x", (("no-such-package", "no-such-binary-xyz"),), "true")
+    assert runner.missing_packages(r) == ["no-such-package"]
+    monkeypatch.setattr(runner.os, "geteuid", lambda: 1000)
+    with pytest.raises(CliError, match="needs the Debian packages no-such-package"):
+        runner.ensure_packages(r)
+
+
+def test_every_recipe_is_listed_and_shown() -> None:
+    out = run_module("workload")
+    assert out.status == 0
+    for name in ("rocksdb-ur", "rocksdb-ar", "rocksdb-fr", "sqlite-tpcc", "gcc", "mixed1", "fio-zipf1.2"):
+        assert name in out.stdout
+    shown = run_module("workload", "gcc")
+    assert shown.status == 0 and "make -s -j2 fs/ext4/" in shown.stdout
+    assert_user_error(run_module("workload", "nope"), 2, "nope", "rocksdb-ur")
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_recipes_are_bounded(name: str) -> None:
+    r = dataclasses.asdict(RECIPES[name])
+    assert r["seconds"] <= 180
+    assert "--duration" in r["script"] or "--runtime" in r["script"] or "seq 1" in r["script"]
