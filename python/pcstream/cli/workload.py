@@ -60,6 +60,9 @@ def command(
         out.print(f"[bold]{r.name}[/bold]: {r.summary} (about {r.seconds} s on 2 cores)")
         out.print(f"packages: {' '.join(p for p, _ in r.packages) or 'none'}"
                   f" (missing: {' '.join(runner.missing_packages(r)) or 'none'})")  # fmt: skip
+        if r.setup:
+            out.print("set-up (not recorded):")
+            out.print(r.setup.strip(), markup=False, highlight=False)
         out.print("script (run in the scratch directory):")
         out.print(r.script.strip(), markup=False, highlight=False)
         out.print("checks: " + ", ".join(c.__name__ for c in r.checks))

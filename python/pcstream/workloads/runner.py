@@ -106,6 +106,12 @@ def run_recipe(
     file_trace = out_dir / f"{r.name}.file.parquet"
     # The programs' own output goes to a log beside the traces, not to our stdout.
     log = (out_dir / f"{r.name}.log").resolve()
+    if r.setup:
+        setup = ["bash", "-c", f"set -e\n{r.setup}"]
+        proc = subprocess.run(setup, cwd=work, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+            raise CliError(f"workload {r.name}: set-up failed: {tail[0][:200]}", EXIT_FAILURE)
     script = f"set -e\ncd {work.resolve()}\nexec >{log} 2>&1\n{r.script}\n"
     t0 = time.monotonic()
     try:
