@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pcstream import api
-from pcstream.cli._common import resolve_ssd
 from pcstream.errors import EXIT_FAILURE, EXIT_USAGE, CliError, classify, one_line, require_file
 
 
@@ -67,7 +66,8 @@ def run_job(job: Job) -> Outcome:
     """Run one job; user errors become a failed Outcome, bugs propagate."""
     try:
         require_file(job.trace, "trace file")
-        resolve_ssd(job.ssd)
+        if _looks_like_path(job.ssd):
+            require_file(job.ssd, "SSD config file")
         result = api.simulate(
             job.trace,
             job.policy,
@@ -86,6 +86,11 @@ def run_job(job: Job) -> Outcome:
             raise
         message, status = found
         return Outcome(job, error=message, status=status)
+
+
+def _looks_like_path(ssd: str) -> bool:
+    """A preset name goes to the engine as is; a path must name an existing file (as ``--ssd`` says)."""
+    return ssd.endswith(".toml") or os.sep in ssd or os.path.exists(ssd)
 
 
 def run_jobs(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from matplotlib import colormaps
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, NullLocator
 
 from pcstream.report.data import BASELINE, Box, Row, Sweep, lifetime_boxes, trace_labels
 
@@ -180,9 +180,20 @@ def lifetimes(sweep: Sweep, trace: str, ssd: str, out_dir: str, name: str) -> st
     if not panels:
         return None
     colours = policy_colours(sweep.policies)
+    last_stream = max(box.stream for _row, boxes in panels for box in boxes)
     ncols = min(4, len(panels))
     nrows = (len(panels) + ncols - 1) // ncols
-    fig = Figure(figsize=(3.2 * ncols + 0.6, 2.6 * nrows + 0.6), layout="constrained")
+    width, height = 3.2 * ncols + 0.6, 2.6 * nrows + 0.6
+    fig = Figure(figsize=(width, height))
+    # Fixed margins (in inches): constrained layout costs seconds on a grid of log axes.
+    fig.subplots_adjust(
+        left=0.75 / width,
+        right=1 - 0.15 / width,
+        bottom=0.55 / height,
+        top=1 - 0.6 / height,
+        wspace=0.08,
+        hspace=0.45,
+    )
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
     for k, (row, boxes) in enumerate(panels):
         ax = axes[k // ncols][k % ncols]
@@ -200,6 +211,7 @@ def lifetimes(sweep: Sweep, trace: str, ssd: str, out_dir: str, name: str) -> st
         ]
         drawn = ax.bxp(
             stats,
+            positions=[box.stream for box in boxes],
             showfliers=False,
             patch_artist=True,
             showcaps=any(box.low is not None for box in boxes),
@@ -210,8 +222,11 @@ def lifetimes(sweep: Sweep, trace: str, ssd: str, out_dir: str, name: str) -> st
             patch.set_alpha(0.75)
         for median in drawn["medians"]:
             median.set_color("black")
+        # Stream s sits at x = s in every panel, so the panels line up.
+        ax.set_xlim(-0.6, last_stream + 0.6)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(_pages))
+        ax.yaxis.set_minor_locator(NullLocator())
         ax.set_title(row.policy, fontsize=9)
         ax.tick_params(labelsize=7)
         ax.grid(axis="y", linewidth=0.4, alpha=0.6)
