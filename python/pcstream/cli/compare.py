@@ -28,7 +28,7 @@ from pcstream.cli._common import (
 )
 from pcstream.cli._common import stdout as stdout_console
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_OK, EXIT_USAGE, CliError, report
-from pcstream.report import RunInfo, write_report
+from pcstream.report import RunInfo, require, write_report, write_results
 from pcstream.report.data import BASELINE
 from pcstream.runner import Job, Outcome, default_jobs, run_jobs, run_jobs_ray
 
@@ -288,9 +288,12 @@ def command(
         )
     if not traces:
         traces = tuple(bundled_suite(ctx))
-    for directory in (results_dir, report_dir):
-        if directory is not None:
-            _prepare_dir(directory)
+    if results_dir is not None:
+        require("--results", ["pyarrow"])
+        _prepare_dir(results_dir)
+    if report_dir is not None:
+        require("--report")
+        _prepare_dir(report_dir)
     ssd_list = list(dict.fromkeys(ssds))
     policies = select_policies(policy_spec)
     n_jobs = jobs or default_jobs()
@@ -313,10 +316,7 @@ def command(
         stdout_console().print(table(outcomes, timing, title=f"compare · ssd {ssd_text} · prefill {prefill}"))
     status = report_failures(outcomes)
     if results_dir is not None:
-        from pcstream.report.data import sweep
-        from pcstream.report.results import write_results
-
-        jsonl, parquet = write_results(sweep(outcomes), outcomes, results_dir)
+        jsonl, parquet = write_results(outcomes, results_dir)
         click.echo(f"results: {jsonl}, {parquet}", err=True)
     if report_dir is not None:
         info = RunInfo(

@@ -16,11 +16,46 @@ writes the data files, :mod:`.build` puts them together.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
 
-from pcstream.report.data import RunInfo
+from pcstream.errors import EXIT_USAGE, CliError
+from pcstream.report.data import RunInfo, sweep
 from pcstream.runner import Outcome
 
-__all__ = ["RunInfo", "write_report"]
+__all__ = ["RunInfo", "require", "write_report", "write_results"]
+
+# Third-party packages the report draws or writes with; the rest of pcstream runs without them.
+NEEDS = ("matplotlib", "pyarrow")
+
+
+def _missing(missing: str, what: str) -> CliError:
+    return CliError(
+        f"{what} needs the Python package {missing}, which is not installed; "
+        f"run 'pip install {' '.join(NEEDS)}' (the versions pinned in requirements.lock)",
+        EXIT_USAGE,
+    )
+
+
+def require(what: str, packages: Sequence[str] = NEEDS) -> None:
+    """Fail before a long sweep, not after it, when a package the output needs is missing."""
+    import importlib.util
+
+    for package in packages:
+        if importlib.util.find_spec(package) is None:
+            raise _missing(package, what)
+
+
+def _load(module: str, what: str) -> ModuleType:
+    """Import ``module``; a missing third-party package becomes a one-line error saying what to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if missing not in NEEDS:
+            raise
+        raise _missing(missing, what) from None
 
 
 def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> str:
@@ -29,6 +64,12 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
     matplotlib and pyarrow are imported here, on first use, so that importing the package (as
     ``compare`` does for every run) stays cheap.
     """
-    from pcstream.report.build import write_report as build
+    build = _load("pcstream.report.build", "--report")
+    return str(build.write_report(outcomes, out_dir, info))
 
-    return build(outcomes, out_dir, info)
+
+def write_results(outcomes: Sequence[Outcome], out_dir: str) -> tuple[str, str]:
+    """Write ``results.jsonl`` and ``results.parquet`` into ``out_dir``; returns their paths."""
+    results = _load("pcstream.report.results", "--results")
+    jsonl, parquet = results.write_results(sweep(outcomes), outcomes, out_dir)
+    return str(jsonl), str(parquet)
