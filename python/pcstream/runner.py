@@ -174,6 +174,13 @@ def _ray_init(ray: Any, address: str | None, num_cpus: int | None) -> None:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         ray.init(num_cpus=num_cpus or default_jobs(), include_dashboard=False, **quiet)
         return
+    problem = _unreachable(address)
+    if problem is not None:
+        raise CliError(
+            f"--ray {address}: cannot connect to a Ray cluster ({problem}); start one with "
+            "'ray start --head' and pass its address, or give --ray without an address for a local Ray",
+            EXIT_USAGE,
+        )
     try:
         ray.init(address=address, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -182,6 +189,23 @@ def _ray_init(ray: Any, address: str | None, num_cpus: int | None) -> None:
             "'ray start --head' and pass its address, or give --ray without an address for a local Ray",
             EXIT_USAGE,
         ) from None
+
+
+def _unreachable(address: str, timeout_s: float = 5.0) -> str | None:
+    """Why HOST:PORT (or ray://HOST:PORT) takes no TCP connection, or None (also for ``auto``).
+
+    Ray itself retries an unreachable address for minutes; a plain connect answers in seconds.
+    """
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return f"{host}:{port}: {exc.strerror or exc}"
 
 
 def default_jobs() -> int:

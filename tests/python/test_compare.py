@@ -253,3 +253,9 @@ def test_report_without_matplotlib_fails_before_the_sweep(
     monkeypatch.setattr(compare, "run", no_runs)
     run = invoke("compare", traces["zipf"], "--ssd", SSD, "--report", tmp_path / "r")
     assert "pip install matplotlib" in assert_user_error(run, 2, "--report", "matplotlib")
+
+
+def test_ray_address_that_takes_no_connection_is_one_line(traces: dict[str, Path]) -> None:
+    run = invoke("compare", traces["zipf"], "--policies", "baseline", "--ssd", SSD, "--ray=127.0.0.1:1")
+    line = assert_user_error(run, 2, "--ray 127.0.0.1:1", "cannot connect")
+    assert "ray start --head" in line
