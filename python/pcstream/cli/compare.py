@@ -235,8 +235,8 @@ def report_failures(outcomes: Sequence[Outcome]) -> int:
     type=click.IntRange(min=1),
     metavar="N",
     default=None,
-    help="Simulations to run at once, each in its own process (CPUs of a local Ray)  "
-    "[default: number of cores].",
+    show_default="number of cores",
+    help="Simulations to run at once, each in its own process (CPUs of a local Ray).",
 )
 @click.option(
     "--results",

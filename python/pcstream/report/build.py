@@ -106,10 +106,15 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
         sections.append(failed)
 
     table = html.Section("results", "Results")
+    if data.has_baseline:
+        explained = (
+            '"/ base" divides by the baseline policy on the same trace and SSD (WAF: below 1 is '
+            "better; IOPS: above 1 is better). Bold: the lowest WAF / base of a workload."
+        )
+    else:
+        explained = "No baseline run: nothing is normalised."
     table.body.append(
-        '<p class="note">WAF = (host + GC-copied pages) / host pages; "/ base" divides by the baseline '
-        "policy on the same trace and SSD (WAF: below 1 is better; IOPS: above 1 is better). "
-        "Bold: the lowest WAF / base of a workload.</p>"
+        f'<p class="note">WAF = (host + GC-copied pages) / host pages. {html.esc(explained)}</p>'
     )
     table.body.append(html.results_table(data))
     table.body.append(

@@ -74,7 +74,8 @@ def results_table(sweep: Sweep) -> str:
     head += ["WAF / base"] if norm else []
     if timing:
         head += ["IOPS", *(["IOPS / base"] if norm else []), "p99 (us)"]
-    head += ["stream 0", "GC pages", "erases", "policy state", "note"]
+    notes = bool(sweep.failures())
+    head += ["stream 0", "GC pages", "erases", "policy state", *(["note"] if notes else [])]
     # The best (lowest) normalised WAF of each (trace, ssd), other than the baseline's own 1.0.
     best: dict[tuple[str, str], float] = {}
     for row in sweep.rows:
@@ -106,7 +107,7 @@ def results_table(sweep: Sweep) -> str:
                 f'<td class="num">{num(_int(row.get("gc_pages")))}</td>',
                 f'<td class="num">{num(_int(row.get("erases")))}</td>',
                 f'<td class="num">{num(_int(row.get("policy_state_bytes")))} B</td>',
-                "<td></td>",
+                *(["<td></td>"] if notes else []),
             ]
         else:
             blanks = len(head) - len(cells) - 1
