@@ -18,7 +18,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Engine tests check every FTL invariant on a schedule.
 CARGO_TEST_FEATURES := --features pcstream-core/verify
 
-.PHONY: help install system-deps venv engine demo test test-rust test-python bench policy-table fmt lint clean
+.PHONY: help install system-deps venv engine demo test test-rust test-python bench policy-table fmt lint clean browser
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[1m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,7 +62,12 @@ test-rust: ## Rust: format check, clippy (warnings are errors), tests with invar
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace $(CARGO_TEST_FEATURES)
 
-test-python: install ## Python: ruff lint and format check, pytest
+browser: ## Install Chromium (apt package chromium) if missing: the report test opens the HTML in it
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "installing system packages: chromium"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium; }
+
+test-python: install browser ## Python: ruff lint and format check, pytest
 	$(BIN)/ruff check python tests
 	$(BIN)/ruff format --check python tests
 	$(BIN)/pytest -q tests/python

@@ -1,8 +1,9 @@
-"""Batches of simulations (trace × policy), serial or in worker processes, in a fixed order.
+"""Batches of simulations (trace × SSD × policy): serial, in worker processes, or as Ray tasks.
 
-A job that fails (a missing trace, a malformed file, an unknown policy) becomes an
+A job that fails (a missing trace, a malformed file, an unknown policy or SSD) becomes an
 :class:`Outcome` carrying its one-line message and exit status; the other jobs still run. Results
-come back in job order whatever the order of completion, so output is deterministic.
+come back in job order whatever the order of completion, so output is deterministic, and every
+executor runs the same :func:`run_job`, so their results are identical (wall-clock fields aside).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import EXIT_FAILURE, CliError, classify, require_file
+from pcstream.errors import EXIT_FAILURE, EXIT_USAGE, CliError, classify, one_line, require_file
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class Job:
     seed: int = 0
     timing: bool = True
     params: tuple[tuple[str, str], ...] = ()
+    # Points of the latency CDF to return (0 = none); only meaningful with timing.
+    cdf_points: int = 0
 
 
 @dataclass
@@ -63,6 +66,8 @@ def run_job(job: Job) -> Outcome:
     """Run one job; user errors become a failed Outcome, bugs propagate."""
     try:
         require_file(job.trace, "trace file")
+        if _looks_like_path(job.ssd):
+            require_file(job.ssd, "SSD config file")
         result = api.simulate(
             job.trace,
             job.policy,
@@ -72,6 +77,7 @@ def run_job(job: Job) -> Outcome:
             seed=job.seed,
             timing=job.timing,
             params=dict(job.params) or None,
+            cdf_points=job.cdf_points if job.timing else 0,
         )
         return Outcome(job, result=result)
     except Exception as exc:  # classify() decides what is a user error; Ctrl-C is not an Exception
@@ -80,6 +86,11 @@ def run_job(job: Job) -> Outcome:
             raise
         message, status = found
         return Outcome(job, error=message, status=status)
+
+
+def _looks_like_path(ssd: str) -> bool:
+    """A preset name goes to the engine as is; a path must name an existing file (as ``--ssd`` says)."""
+    return ssd.endswith(".toml") or os.sep in ssd or os.path.exists(ssd)
 
 
 def run_jobs(
@@ -110,6 +121,91 @@ def run_jobs(
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         return [future.result() for future in futures]
+
+
+def run_jobs_ray(
+    jobs: Sequence[Job],
+    address: str | None = None,
+    num_cpus: int | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Run ``jobs`` as Ray tasks; outcomes in the order of ``jobs``, as :func:`run_jobs` gives them.
+
+    ``address`` None or empty starts a private local Ray instance with ``num_cpus`` CPUs (no
+    dashboard) and stops it afterwards; otherwise Ray connects to that cluster (``auto``,
+    ``HOST:PORT`` or ``ray://HOST:PORT``), whose workers must have pcstream installed and see the
+    trace paths (absolute paths on shared storage). A Ray session already open in this process is
+    used as it is and left open.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise CliError(
+            "--ray needs the Ray package, which is not installed; run 'pip install ray' "
+            "(the version pinned in requirements.lock)",
+            EXIT_USAGE,
+        ) from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        _ray_init(ray, address, num_cpus)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(run_job)
+        pending = {task.remote(job): index for index, job in enumerate(jobs)}
+        outcomes: list[Outcome | None] = [None] * len(jobs)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                outcome = ray.get(ref)
+                outcomes[pending.pop(ref)] = outcome
+                if on_done is not None:
+                    on_done(outcome)
+        return [outcome for outcome in outcomes if outcome is not None]
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _ray_init(ray: Any, address: str | None, num_cpus: int | None) -> None:
+    import logging
+
+    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    if not address:
+        # A private instance on loopback: token auth only adds a file under ~/.ray to clean up.
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(num_cpus=num_cpus or default_jobs(), include_dashboard=False, **quiet)
+        return
+    problem = _unreachable(address)
+    if problem is not None:
+        raise CliError(
+            f"--ray {address}: cannot connect to a Ray cluster ({problem}); start one with "
+            "'ray start --head' and pass its address, or give --ray without an address for a local Ray",
+            EXIT_USAGE,
+        )
+    try:
+        ray.init(address=address, **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise CliError(
+            f"--ray {address}: cannot connect to a Ray cluster ({one_line(str(exc))}); start one with "
+            "'ray start --head' and pass its address, or give --ray without an address for a local Ray",
+            EXIT_USAGE,
+        ) from None
+
+
+def _unreachable(address: str, timeout_s: float = 5.0) -> str | None:
+    """Why HOST:PORT (or ray://HOST:PORT) takes no TCP connection, or None (also for ``auto``).
+
+    Ray itself retries an unreachable address for minutes; a plain connect answers in seconds.
+    """
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return f"{host}:{port}: {exc.strerror or exc}"
 
 
 def default_jobs() -> int:

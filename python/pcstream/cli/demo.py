@@ -1,8 +1,7 @@
-"""``pcstream demo``: generate a few workloads, compare every policy on them, keep the results."""
+"""``pcstream demo``: generate a few workloads, compare every policy on them, write the report."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -13,6 +12,7 @@ from pcstream import api
 from pcstream.cli import compare
 from pcstream.cli._common import epilog, stdout
 from pcstream.cli._common import prepare_output as _prepare_output
+from pcstream.report import RunInfo, write_report
 from pcstream.runner import default_jobs
 
 SSD = "small"
@@ -48,7 +48,7 @@ def generate(out_dir: str, capacity_pages: int, writes: int) -> list[str]:
     default="pcstream-demo",
     show_default=True,
     metavar="DIR",
-    help="Directory for the traces and results.jsonl.",
+    help="Directory for the traces, the results and the HTML report (DIR/index.html).",
 )
 @click.option("--quick", is_flag=True, help="Write 1x instead of 3x the logical capacity (for a smoke test).")
 @click.option(
@@ -68,7 +68,9 @@ def generate(out_dir: str, capacity_pages: int, writes: int) -> list[str]:
 def command(ctx: click.Context, out_dir: str, quick: bool, timing: bool, jobs: int | None) -> None:
     """A short tour: generate five workloads (uniform, zipf 0.99, hot/cold 10/90, sequential,
     rocksdb-like mix) sized for the 'small' SSD preset, age the SSD to 90 % full (--prefill 0.9),
-    compare every placement policy on them and write one JSON result per line to DIR/results.jsonl.
+    compare every placement policy on them, and write the HTML report DIR/index.html (figures in
+    DIR/figures) with the results: one JSON object per run in DIR/results.jsonl, one row per run in
+    DIR/results.parquet.
     """
     started = time.monotonic()
     summary: dict[str, Any] = api.ssd_summary(SSD)
@@ -85,20 +87,37 @@ def command(ctx: click.Context, out_dir: str, quick: bool, timing: bool, jobs: i
     n_jobs = jobs or default_jobs()
     click.echo(f"comparing {len(policies)} policies on {len(traces)} traces with {n_jobs} job(s)", err=True)
     outcomes = compare.run(
-        compare.make_jobs(traces, policies, ssd=SSD, prefill=PREFILL, warmup=0, seed=SEED, timing=timing),
+        compare.make_jobs(
+            traces,
+            policies,
+            ssd=SSD,
+            prefill=PREFILL,
+            warmup=0,
+            seed=SEED,
+            timing=timing,
+            cdf_points=compare.REPORT_CDF_POINTS,
+        ),
         n_jobs,
     )
-
+    info = RunInfo(
+        policies=policies,
+        ssds=[SSD],
+        prefill=PREFILL,
+        warmup=0,
+        seed=SEED,
+        timing=timing,
+        executor=compare.executor_name(n_jobs, None),
+        command=compare.command_line(traces, "all", [SSD], PREFILL, 0, SEED, timing),
+    )
+    index = write_report(outcomes, out_dir, info)
     results_path = os.path.join(out_dir, "results.jsonl")
-    with open(results_path, "w", encoding="utf-8") as handle:
-        for outcome in outcomes:
-            handle.write(json.dumps(outcome.record(), separators=(",", ":")) + "\n")
 
     console = stdout()
     console.print(
         compare.table(outcomes, timing, title=f"demo · ssd {SSD} · prefill {PREFILL} · {writes:,} writes")
     )
-    click.echo(f"results: {results_path} (one JSON object per trace × policy)")
+    click.echo(f"report:  {index}")
+    click.echo(f"results: {results_path} (one JSON object per trace × policy), results.parquet beside it")
     click.echo(f"traces:  {os.path.join(out_dir, 'traces')}")
     click.echo(f"time:    {time.monotonic() - started:.1f} s")
     ctx.exit(compare.report_failures(outcomes))

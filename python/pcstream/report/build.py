@@ -1,0 +1,218 @@
+"""Assembles the report: computes the sweep, draws the figures, writes the page and the data."""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform
+from collections.abc import Sequence
+from typing import Any
+
+from pcstream.report import figures, html
+from pcstream.report.data import RunInfo, Sweep, pc_tables, sweep, trace_labels
+from pcstream.report.results import JSONL, PARQUET, write_results
+from pcstream.runner import Outcome
+
+INDEX = "index.html"
+FIGURES = "figures"
+
+
+def versions(executor: str) -> list[tuple[str, str]]:
+    """Versions of everything that shaped the numbers and the figures."""
+    import matplotlib
+    import pyarrow
+
+    from pcstream import __version__, api
+
+    rows = [
+        ("pcstream", __version__),
+        ("engine", _engine_version(api)),
+        ("Python", platform.python_version()),
+        ("matplotlib", matplotlib.__version__),
+        ("pyarrow", pyarrow.__version__),
+    ]
+    if executor.startswith("ray"):
+        try:
+            import ray
+
+            rows.append(("ray", ray.__version__))
+        except ImportError:
+            pass
+    return rows
+
+
+def _engine_version(api: Any) -> str:
+    try:
+        return str(api.version())
+    except ImportError:
+        return "not built"
+
+
+def ssd_line(ssd: str) -> str:
+    """One line describing an SSD preset or config file, or why it cannot be described."""
+    from pcstream import api
+    from pcstream.errors import classify
+
+    try:
+        s = api.ssd_summary(ssd)
+    except Exception as exc:  # a bad config is one of the sweep's failures; show it, do not stop
+        found = classify(exc)
+        if found is None:
+            raise
+        return f"{ssd}: {found[0]}"
+    return (
+        f"{ssd}: {s['channels']} ch × {s['ways']} ways, {s['blocks_per_die']} blocks/die × "
+        f"{s['pages_per_block']} pages, {s['logical_pages']:,} logical pages, OP {s['op']:g}, "
+        f"{s['host_streams']} host streams, GC {s['gc_victim']} per {s['gc_unit']}"
+    )
+
+
+class _Names:
+    """Unique figure file names (two labels may slug to the same text)."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+
+    def __call__(self, *parts: str) -> str:
+        base = figures.slug(*parts)
+        name, k = f"{base}.png", 2
+        while name in self.taken:
+            name, k = f"{base}-{k}.png", k + 1
+        self.taken.add(name)
+        return name
+
+
+def _figure(name: str | None, caption: str) -> list[str]:
+    return [] if name is None else [html.figure(html.Figure(f"{FIGURES}/{name}", caption))]
+
+
+def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> str:
+    """Write the report (page, figures, data files) into ``out_dir``; returns the page's path."""
+    data: Sweep = sweep(outcomes)
+    fig_dir = os.path.join(out_dir, FIGURES)
+    os.makedirs(fig_dir, exist_ok=True)
+    # Figures of an earlier report in the same directory would linger unreferenced.
+    for stale in glob.glob(os.path.join(fig_dir, "*.png")):
+        os.remove(stale)
+    write_results(data, outcomes, out_dir)
+
+    labels = trace_labels(data.traces)
+    names = _Names()
+    ok = sum(1 for row in data.rows if row.ok)
+    sections = [parameters_section(data, info, labels)]
+    if data.failures():
+        failed = html.Section("failures", f"Failures ({len(data.failures())})")
+        failed.body.append(html.failures_list(data.failures(), labels))
+        sections.append(failed)
+
+    table = html.Section("results", "Results")
+    if data.has_baseline:
+        explained = (
+            '"/ base" divides by the baseline policy on the same trace and SSD (WAF: below 1 is '
+            "better; IOPS: above 1 is better). Bold: the lowest WAF / base of a workload."
+        )
+    else:
+        explained = "No baseline run: nothing is normalised."
+    table.body.append(
+        f'<p class="note">WAF = (host + GC-copied pages) / host pages. {html.esc(explained)}</p>'
+    )
+    table.body.append(html.results_table(data))
+    table.body.append(
+        f'<p class="note">Data: <a href="{JSONL}">{JSONL}</a> (one JSON object per run, as '
+        f'<code>compare --json</code> prints it) and <a href="{PARQUET}">{PARQUET}</a> '
+        "(one row per run).</p>"
+    )
+    sections.append(table)
+
+    waf = html.Section("waf", "WAF")
+    iops = html.Section("iops", "IOPS")
+    stream0 = html.Section("stream0", "Stream-0 share")
+    for ssd in data.ssds:
+        waf.body += _figure(
+            figures.waf(data, ssd, fig_dir, names("waf", ssd)),
+            f"WAF per workload and policy, ssd {ssd}"
+            + (", normalised to the baseline" if data.has_baseline else ""),
+        )
+        iops.body += _figure(
+            figures.iops(data, ssd, fig_dir, names("iops", ssd)),
+            f"IOPS per workload and policy, ssd {ssd}"
+            + (", normalised to the baseline" if data.has_baseline else ""),
+        )
+        stream0.body += _figure(
+            figures.stream0(data, ssd, fig_dir, names("stream0", ssd)),
+            f"Share of host pages written to stream 0 (the default stream), ssd {ssd}",
+        )
+    sections.append(waf)
+    if iops.body:
+        sections.append(iops)
+    elif not data.timing:
+        iops.body.append('<p class="note">Run without timing (--no-timing): no IOPS.</p>')
+        sections.append(iops)
+    sections.append(stream0)
+
+    life = html.Section("lifetimes", "Lifetimes per stream")
+    life.body.append(
+        '<p class="note">Lifetime of a page = host pages written between its write and its '
+        "invalidation (overwrite or trim). Boxes span p25–p75 with the median line; under each "
+        "box: the stream and its share of the host pages. Log scale.</p>"
+    )
+    cdf = html.Section("latency", "Latency CDFs")
+    for trace in data.traces:
+        for ssd in data.ssds:
+            label = labels[trace]
+            life.body += _figure(
+                figures.lifetimes(data, trace, ssd, fig_dir, names("lifetimes", label, ssd)),
+                f"Per-stream lifetimes on {label}, ssd {ssd}",
+            )
+            cdf.body += _figure(
+                figures.latency_cdf(data, trace, ssd, fig_dir, names("latency", label, ssd)),
+                f"Request latency CDF on {label}, ssd {ssd}",
+            )
+    sections.append(life)
+    if not cdf.body:
+        cdf.body.append('<p class="note">No latency CDFs: the runs modelled no timing.</p>')
+    sections.append(cdf)
+
+    pcs = html.Section("pc-streams", "PC streams")
+    tables = pc_tables(data)
+    if tables:
+        pcs.body.append(
+            '<p class="note">For each PCStream run: the PCs (program-context signatures) of its '
+            "learned table and the stream each ended in, with the call path from the trace's "
+            "<code>pcstream.pcs</code> footer (outermost frame first; a frame without a symbol is "
+            "shown as module+offset). Mean lifetime = mean of the PC's lifetime samples.</p>"
+        )
+        pcs.body += [html.pc_table(t, labels) for t in tables]
+    else:
+        pcs.body.append('<p class="note">No run of pcstream or pcstream-star succeeded: no PC table.</p>')
+    sections.append(pcs)
+
+    lead = (
+        f"{len(data.traces)} workload(s) × {len(data.ssds)} SSD config(s) × {len(data.policies)} "
+        f"policies: {ok} of {len(data.rows)} runs succeeded."
+    )
+    text = html.page("pcstream compare report", lead, sections)
+    index = os.path.join(out_dir, INDEX)
+    with open(index, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return index
+
+
+def parameters_section(data: Sweep, info: RunInfo, labels: dict[str, str]) -> html.Section:
+    section = html.Section("parameters", "Parameters")
+    traces = "<br>".join(f"{html.esc(labels[t])}: <code>{html.esc(t)}</code>" for t in data.traces)
+    rows = [
+        *([("command", f"<code>{html.esc(info.command)}</code>")] if info.command else []),
+        ("workloads", traces),
+        ("policies", html.esc(", ".join(info.policies))),
+        ("SSD configs", "<br>".join(html.esc(ssd_line(ssd)) for ssd in info.ssds)),
+        ("prefill", html.esc(f"{info.prefill:g} of the logical pages, written once before each trace")),
+        ("warmup", html.esc(f"{info.warmup:,} host pages excluded from every figure")),
+        ("seed", html.esc(info.seed)),
+        ("timing", "yes (IOPS, latency)" if info.timing else "no (--no-timing)"),
+        ("executor", html.esc(info.executor)),
+    ]
+    section.body.append(html.key_values(rows))
+    section.body.append("<h3>Versions</h3>")
+    section.body.append(html.key_values([(k, html.esc(v)) for k, v in versions(info.executor)]))
+    return section
