@@ -1338,7 +1338,9 @@ impl FsModel {
                 }
             }
             FileOp::Rename => self.on_rename(ev, sink)?,
-            FileOp::Fork => {
+            // A spawned child inherits the descriptors as a forked one does (its exec, logged by
+            // the child, then drops the close-on-exec ones).
+            FileOp::Fork | FileOp::Spawn => {
                 let child = ev.offset as u32;
                 if let Some(fds) = self.procs.get(&ev.pid).cloned() {
                     for e in fds.values() {
