@@ -177,9 +177,9 @@ RECIPES: dict[str, Recipe] = {
         ),
         Recipe(
             "gcc",
-            "GCC: build fs/ext4 and fs/jbd2 of the Linux sources, then rebuild 8 times with 1/3 touched",
+            "GCC: build fs/ext4 and fs/jbd2 of the Linux sources, then rebuild 4 times with 1/3 touched",
             KERNEL_PKGS,
-            gcc(8),
+            gcc(4),
             (files_matching(".o", 20), deletes_files(20)),
             setup=GCC_SETUP,
             seconds=180,
