@@ -35,7 +35,7 @@ fn run(
 ) -> Result<(Vec<Request>, Option<u64>), String> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.parquet");
-    match import(format, input, &out, &opts, &mut |_| {}) {
+    match import(format, input, &out, &opts, &mut |_, _| true) {
         Ok(_) => Ok(rows(&out)),
         Err(e) => {
             assert!(!out.exists(), "no output on error");
