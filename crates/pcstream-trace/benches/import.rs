@@ -28,8 +28,12 @@ fn write_msr(path: &Path, lines: u64) {
     let mut ts = 128_166_372_002_993_000u64;
     for _ in 0..lines {
         ts += r.next() % 20_000;
-        let op = if r.next() % 3 == 0 { "Read" } else { "Write" };
-        let off = (r.next() % (1 << 22)) * 4096 + if r.next() % 8 == 0 { 512 } else { 0 };
+        let op = if r.next().is_multiple_of(3) {
+            "Read"
+        } else {
+            "Write"
+        };
+        let off = (r.next() % (1 << 22)) * 4096 + if r.next().is_multiple_of(8) { 512 } else { 0 };
         let size = 4096 * (1 + r.next() % 16);
         writeln!(
             f,
@@ -49,7 +53,7 @@ fn write_alibaba(path: &Path, lines: u64) {
     let mut ts = 1_577_808_000_000_626u64;
     for _ in 0..lines {
         ts += r.next() % 200;
-        let op = if r.next() % 4 == 0 { 'R' } else { 'W' };
+        let op = if r.next().is_multiple_of(4) { 'R' } else { 'W' };
         let off = (r.next() % (1 << 22)) * 4096;
         let len = 4096 * (1 + r.next() % 32);
         writeln!(f, "{},{op},{off},{len},{ts}", r.next() % 4).expect("write");

@@ -541,6 +541,7 @@ fn map_file_trace_through_parquet() {
     let s = map_file_trace(&input, &output, &opts, &mut |done, total| {
         calls += 1;
         assert!(done <= total && total == 5_000);
+        true
     })
     .unwrap();
     assert!(calls >= 1);
@@ -595,7 +596,7 @@ fn malformed_file_traces_are_one_line_errors() {
             &p,
             &out,
             &MapOptions::from_mount_opts(CAP, "").unwrap(),
-            &mut |_, _| {},
+            &mut |_, _| true,
         )
         .unwrap_err()
         .to_string();
@@ -611,7 +612,7 @@ fn malformed_file_traces_are_one_line_errors() {
         &[],
         10,
     );
-    map_file_trace(&good, &out, &opts(), &mut |_, _| {}).unwrap();
+    map_file_trace(&good, &out, &opts(), &mut |_, _| true).unwrap();
     std::fs::remove_file(&out).unwrap();
     // missing column
     let mut c = cols(Arc::new(StringArray::from(vec!["open", "write"])));
@@ -636,7 +637,7 @@ fn malformed_file_traces_are_one_line_errors() {
     // not Parquet at all
     let p = dir.path().join("junk.parquet");
     std::fs::write(&p, b"not parquet").unwrap();
-    let e = map_file_trace(&p, &out, &opts(), &mut |_, _| {})
+    let e = map_file_trace(&p, &out, &opts(), &mut |_, _| true)
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a readable Parquet file"), "{e}");

@@ -15,7 +15,20 @@ from typing import Any
 import click
 
 from pcstream import __version__
-from pcstream.cli import bench, compare, demo, gen, info, policies, presets, record, simulate
+from pcstream.cli import (
+    bench,
+    compare,
+    demo,
+    gen,
+    import_,
+    info,
+    map,
+    policies,
+    presets,
+    record,
+    simulate,
+    validate,
+)
 from pcstream.cli._common import UNITS
 from pcstream.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, classify, report
 
@@ -91,7 +104,7 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-for _module in (gen, info, simulate, compare, demo, bench, presets, policies, record):
+for _module in (gen, info, simulate, compare, demo, bench, presets, policies, record, map, import_, validate):
     cli.add_command(_module.command)
 
 

@@ -1680,12 +1680,13 @@ impl FsModel {
 }
 
 /// Map the file-level trace `input` to the block-level trace `output` (written atomically).
-/// `progress(done, total)` is called every 64 Ki events and at the end.
+/// `progress(done, total)` is called every 64 Ki events and at the end; returning `false` stops
+/// the mapping (an error; no output is left).
 pub fn map_file_trace(
     input: &Path,
     output: &Path,
     opts: &MapOptions,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<MapSummary, TraceError> {
     let mut reader = FileTraceReader::open(input)?;
     let total = reader.num_rows();
@@ -1710,8 +1711,14 @@ pub fn map_file_trace(
     let mut reqs: Vec<Request> = Vec::new();
     let mut batch = Vec::new();
     let mut row = 0u64;
+    let mut other_dev = 0u64;
     while reader.next_batch(&mut batch)? {
         for ev in &batch {
+            if opts.only_dev.is_some_and(|d| ev.dev != 0 && ev.dev != d) {
+                other_dev += 1;
+                row += 1;
+                continue;
+            }
             if let Err(e) = model.apply(ev, &mut |r| reqs.push(r)) {
                 return Err(reader.bad_row(row, e.what));
             }
@@ -1720,13 +1727,21 @@ pub fn map_file_trace(
         for r in reqs.drain(..) {
             writer.push(&r)?;
         }
-        progress(row, total);
+        if !progress(row, total) {
+            return Err(TraceError::Gen("map interrupted".into()));
+        }
     }
     let mut summary = model
         .finish(&mut |r| reqs.push(r))
         .map_err(|e| reader.bad_row(row.saturating_sub(1), e.what))?;
     for r in reqs.drain(..) {
         writer.push(&r)?;
+    }
+    if other_dev > 0 {
+        summary.warnings.push(format!(
+            "{other_dev} events about files on other devices than {} were skipped",
+            opts.only_dev.unwrap_or(0)
+        ));
     }
     for (name, n) in reader.unknown_ops() {
         summary

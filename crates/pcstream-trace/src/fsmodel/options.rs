@@ -45,6 +45,10 @@ pub struct MapOptions {
     pub group_prealloc_pages: u64,
     /// Largest inode preallocation window (blocks; 8 MiB).
     pub max_inode_prealloc_pages: u64,
+    /// Model only the file system on this device (`st_dev` as the trace records it): events
+    /// about files on other devices are skipped by [`map_file_trace`](super::map_file_trace)
+    /// (events without a device, such as fork and exit, are kept). `None`: every event.
+    pub only_dev: Option<u64>,
 }
 
 impl Default for MapOptions {
@@ -67,6 +71,7 @@ impl Default for MapOptions {
             stream_request_pages: 16,
             group_prealloc_pages: 512,
             max_inode_prealloc_pages: 2048,
+            only_dev: None,
         }
     }
 }

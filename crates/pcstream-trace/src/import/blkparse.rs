@@ -1,6 +1,8 @@
 //! blkparse default text output: `maj,min cpu seq sec.nsec pid action rwbs sector + nsectors [comm]`.
 //! Only `D` (issue) lines are kept, so each request counts once; rwbs `W` = write, `R` = read,
-//! `D` = discard, `F` alone = flush. Summary and message lines (e.g. `CPU0 (…)`, `Total`) and other
+//! `D` = discard, `F` alone = flush; an empty write with `F` (`FWS 0 + 0`, how a cache flush
+//! appears at bio level) is a flush too, while a write with data and a preflush (`FWFSM`) is a
+//! write. Summary and message lines (e.g. `CPU0 (…)`, `Total`) and other
 //! actions are skipped. The device is `maj,min`.
 
 use super::{num, IoRecord, LineParser};
@@ -58,6 +60,11 @@ impl LineParser for Blkparse {
                 return Err("expected 'sector + nsectors' after rwbs".into());
             }
             (num(f[7], "sector")?, num(f[9], "nsectors")?)
+        };
+        let op = if op == Op::Write && sectors == 0 && rwbs.contains('F') {
+            Op::Flush
+        } else {
+            op
         };
         rec.set(
             ts_ns,

@@ -102,6 +102,61 @@ pub struct ImportOptions {
     pub capacity_pages: Option<u64>,
     /// Tolerate up to this many malformed lines (reported); the next one is an error.
     pub skip_bad: u64,
+    /// Metadata classes by address, when the file system's layout is known (e.g. read from the
+    /// image a trace was captured on): `(first page, pages, meta class)`, sorted and disjoint.
+    /// A request is split where it crosses a range boundary; pages outside every range are data
+    /// (class 0). Empty: every row is class 0.
+    pub meta_map: Vec<(u64, u64, u8)>,
+}
+
+impl ImportOptions {
+    /// Check `meta_map`: sorted, disjoint, non-empty ranges of known classes (one-line error).
+    pub fn check_meta_map(&self) -> Result<(), String> {
+        let mut end = 0u64;
+        for (i, &(start, pages, class)) in self.meta_map.iter().enumerate() {
+            if pages == 0 || class > pcstream_core::request::meta::OTHER {
+                return Err(format!(
+                    "meta map entry {i} ({start}, {pages}, {class}) is empty or of an unknown class (0..=5)"
+                ));
+            }
+            if start < end {
+                return Err(format!(
+                    "meta map entry {i} starts at page {start}, inside the previous range; sort the ranges and merge overlaps"
+                ));
+            }
+            end = start
+                .checked_add(pages)
+                .ok_or_else(|| format!("meta map entry {i} ({start} + {pages} pages) overflows"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Split `[lpn, lpn + pages)` at the boundaries of `map` (see [`ImportOptions::meta_map`]) and
+/// call `emit(lpn, pages, class)` for each piece, in address order.
+fn classify(map: &[(u64, u64, u8)], lpn: u64, pages: u64, emit: &mut dyn FnMut(u64, u64, u8)) {
+    let end = lpn + pages;
+    // First range that ends after `lpn`.
+    let mut i = map.partition_point(|&(s, n, _)| s + n <= lpn);
+    let mut at = lpn;
+    while at < end {
+        match map.get(i) {
+            Some(&(s, n, class)) if s < end => {
+                if at < s {
+                    emit(at, s - at, 0);
+                    at = s;
+                }
+                let stop = (s + n).min(end);
+                emit(at, stop - at, class);
+                at = stop;
+                i += 1;
+            }
+            _ => {
+                emit(at, end - at, 0);
+                at = end;
+            }
+        }
+    }
 }
 
 /// What an import did.
@@ -193,6 +248,7 @@ pub fn import(
             FORMATS.join(", ")
         ))
     })?;
+    opts.check_meta_map().map_err(TraceError::Gen)?;
     let read = Arc::new(AtomicU64::new(0));
     let mut reader = open_counted(input, read.clone())?;
     let file_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
@@ -206,6 +262,7 @@ pub fn import(
     let mut max_end = 0u64;
     let mut line = String::new();
     let mut rec = IoRecord::default();
+    let mut pieces: Vec<(u64, u64, u8)> = Vec::new();
     let at = |line: u64| format!("{label}:{line}");
     loop {
         line.clear();
@@ -297,7 +354,13 @@ pub fn import(
             Op::Trim => rep.trims += 1,
             Op::Flush => rep.flushes += 1,
         }
-        let r = Request {
+        match rec.op {
+            Op::Write => rep.write_pages += pages as u64,
+            Op::Read => rep.read_pages += pages as u64,
+            Op::Trim => rep.trim_pages += pages as u64,
+            Op::Flush => {}
+        }
+        let mut r = Request {
             ts_ns: rec.ts_ns.saturating_sub(base),
             op: rec.op as u8,
             lpn,
@@ -305,14 +368,22 @@ pub fn import(
             pid: rec.pid,
             ..Default::default()
         };
-        match rec.op {
-            Op::Write => rep.write_pages += pages as u64,
-            Op::Read => rep.read_pages += pages as u64,
-            Op::Trim => rep.trim_pages += pages as u64,
-            Op::Flush => {}
+        if opts.meta_map.is_empty() || rec.op == Op::Flush {
+            w.push(&r)?;
+            rep.rows += 1;
+        } else {
+            pieces.clear();
+            classify(&opts.meta_map, lpn, pages as u64, &mut |l, n, c| {
+                pieces.push((l, n, c))
+            });
+            for &(l, n, c) in &pieces {
+                r.lpn = l;
+                r.pages = n as u32;
+                r.meta = c;
+                w.push(&r)?;
+                rep.rows += 1;
+            }
         }
-        w.push(&r)?;
-        rep.rows += 1;
     }
     rep.capacity_pages = opts.capacity_pages.unwrap_or(max_end);
     w.set_meta(&TraceMeta {
