@@ -1,13 +1,15 @@
 """A seeded file workload for validating the file-system model against a real ext4: files are
 created, appended to, overwritten in place, fsync'ed / fdatasync'ed, renamed over each other and
-deleted, in the current directory, with the live data kept under a budget.
+deleted, in the current directory, with the live data kept under a budget; beside them a
+database-like file of fixed size takes random 4 KiB overwrites (what makes an SSD's GC copy).
 
-    python3 tools/fs_workload.py [--total 256M] [--live 96M] [--rate 32M] [--seed 1]
+    python3 tools/fs_workload.py [--total 256M] [--live 96M] [--db 48M] [--rate 32M] [--seed 1]
 
---total: bytes written in all; --live: the files' total size is kept below this by deleting the
-oldest files; --rate: bytes per second (0: as fast as possible; pacing lets writeback timers and
-journal commits act as they do in applications). Prints one summary line. Deterministic for a
-seed (the operations, not the timing).
+--total: bytes written in all; --live: the other files' total size is kept below this by
+deleting the oldest files; --db: size of the database file (0: none); --rate: bytes per second
+(0: as fast as possible; pacing lets writeback timers and journal commits act as they do in
+applications). Prints one summary line. Deterministic for a seed (the operations, not the
+timing).
 """
 
 from __future__ import annotations
@@ -28,14 +30,26 @@ def size(text: str) -> int:
 
 
 class Workload:
-    def __init__(self, seed: int, live_budget: int) -> None:
+    def __init__(self, seed: int, live_budget: int, db_bytes: int) -> None:
         self.rng = random.Random(seed)
         self.live_budget = live_budget
+        self.db_pages = db_bytes // 4096
+        self.db_fd = -1
         self.files: dict[str, int] = {}  # name -> size, in creation order
         self.fds: dict[str, int] = {}
         self.serial = 0
         self.written = 0
-        self.ops = {"create": 0, "append": 0, "overwrite": 0, "fsync": 0, "fdatasync": 0, "rename": 0, "delete": 0}
+        self.ops = {
+            "create": 0,
+            "append": 0,
+            "overwrite": 0,
+            "fsync": 0,
+            "fdatasync": 0,
+            "rename": 0,
+            "delete": 0,
+            "db_write": 0,
+            "db_sync": 0,
+        }
         self.block = os.urandom(1 << 20)
 
     def _data(self, n: int) -> bytes:
@@ -118,9 +132,28 @@ class Workload:
         del self.files[name]
         self.ops["delete"] += 1
 
+    def db_open(self) -> None:
+        """Create the database file, written once in full and synced."""
+        if self.db_pages:
+            self.db_fd = os.open("db.dat", os.O_CREAT | os.O_RDWR | os.O_TRUNC, 0o644)
+            self._write(self.db_fd, 0, self.db_pages * 4096)
+            os.fsync(self.db_fd)
+
+    def db_write(self) -> None:
+        """A transaction: 1-4 random pages overwritten, sometimes followed by fdatasync."""
+        for _ in range(self.rng.randrange(1, 5)):
+            self._write(self.db_fd, self.rng.randrange(self.db_pages) * 4096, 4096)
+        self.ops["db_write"] += 1
+        if self.rng.random() < 0.1:
+            os.fdatasync(self.db_fd)
+            self.ops["db_sync"] += 1
+
     def step(self) -> None:
         while self.files and sum(self.files.values()) > self.live_budget:
             self.delete_oldest()
+        if self.db_pages and self.rng.random() < 0.5:
+            self.db_write()
+            return
         r = self.rng.random()
         if not self.files or r < 0.12:
             self.create()
@@ -140,11 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--total", type=size, default=size("256M"), help="bytes to write in all")
     ap.add_argument("--live", type=size, default=size("96M"), help="keep the files' total size below this")
+    ap.add_argument("--db", type=size, default=size("48M"), help="size of the randomly overwritten file")
     ap.add_argument("--rate", type=size, default=size("32M"), help="bytes per second (0: unpaced)")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
-    w = Workload(a.seed, a.live)
+    w = Workload(a.seed, a.live, a.db)
     t0 = time.monotonic()
+    w.db_open()
     while w.written < a.total:
         w.step()
         if a.rate:
@@ -153,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(ahead)
     for fd in w.fds.values():
         os.close(fd)
+    if w.db_fd >= 0:
+        os.close(w.db_fd)
     ops = " ".join(f"{k}={v}" for k, v in w.ops.items())
     live = sum(w.files.values())
     print(f"fs_workload: wrote {w.written} bytes in {time.monotonic() - t0:.1f} s; {ops}; live {live} bytes")
