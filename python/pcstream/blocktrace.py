@@ -355,7 +355,7 @@ def parse_debugfs_stats(text: str, layout: Layout, journal: bool = False) -> Non
             in_extents = False
             if kind == "directory":
                 layout.directories += 1
-            elif kind == "regular":
+            elif kind == "regular" and not journal:
                 layout.files += 1
             continue
         if line.startswith("EXTENTS:") or line.startswith("BLOCKS:"):

@@ -206,7 +206,6 @@ def validate(
 @click.command(
     "validate",
     short_help="compare the ext4 model with a real ext4 run (bytes, metadata, WAF)",
-    context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
     epilog=epilog(EXTRA),
 )
 @click.option(
