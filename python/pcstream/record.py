@@ -277,6 +277,9 @@ def record_block(
     shim = shim_path()
     _check_command(cmd)
     blocktrace.check_environment()
+    # CMD runs in the mount point: a program named by a relative path is taken from here.
+    if "/" in cmd[0] and not os.path.isabs(cmd[0]):
+        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
     outputs = blocktrace.Outputs.at(out)
     if out.suffix != ".parquet" and out.exists() and not out.is_dir():
         raise CliError(

@@ -17,8 +17,8 @@ EXTRA = """\b
 Log format, hooks, methods and known gaps: docs/RECORD.md.
 --block (root only; exit status 77 otherwise) also captures the real
 block I/O: CMD runs in a fresh ext4 (sparse image of --capacity, loop
-device, mounted with --mount-opts) as its working directory while tracefs
-records the loop device's bios; -o names a directory (default
+device, mounted with --mount-opts) as its working directory (so give
+other paths absolute) while tracefs records the loop device's bios; -o names a directory (default
 record-block/) that gets block.parquet (the real block trace, meta classes
 from the image's layout), files.parquet (the file-level trace of the same
 run), layout.json and block.blkparse; or give X.parquet for X.parquet,
@@ -99,7 +99,7 @@ def command(
     trace (all processes, ordered by time) with a PC table. CMD's stdin, stdout, stderr and exit
     status are its own; a one-line summary goes to stderr.
 
-    Example: pcstream record --block --capacity small -o run1 -- python3 tools/fs_workload.py
+    Example: pcstream record --block --capacity small -o run1 -- python3 $PWD/tools/fs_workload.py
     """
     if block:
         if keep_logs is not None:

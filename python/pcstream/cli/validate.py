@@ -261,7 +261,7 @@ def command(
     ext4 in the same run by 'pcstream record --block'; or, with --run, do that capture of CMD
     first.
 
-    Example: pcstream validate --run --ssd small -o run1 -- python3 tools/fs_workload.py
+    Example: pcstream validate --run --ssd small -o run1 -- python3 $PWD/tools/fs_workload.py
     """
     ssd = resolve_ssd(ssd)
     if run_cmd:
