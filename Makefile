@@ -72,8 +72,10 @@ test-python: install browser ## Python: ruff lint and format check, pytest
 	$(BIN)/ruff format --check python tests
 	$(BIN)/pytest -q tests/python
 
-bench: install ## Benchmarks: engine (criterion, pcstream bench), then every policy's cost per write
+bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench, every policy's cost per write
 	$(CARGO) bench -p pcstream-trace --bench engine
+	$(CARGO) bench -p pcstream-trace --bench map
+	$(CARGO) bench -p pcstream-trace --bench import
 	$(BIN)/pcstream bench --no-timing
 	$(BIN)/pcstream bench --timing
 	$(CARGO) run --release -p pcstream-core --example policy_cost
@@ -119,3 +121,16 @@ purity: install rocksdb-tools ## Record db_bench with every PC method; purity of
 
 bench-record: install ## Per-write overhead of pcstream record by PC method (median ns/write)
 	$(BIN)/python tools/bench_record.py
+
+# --- validation of the file-system model against a real ext4 (root: loop device, tracefs) ---
+VALIDATE_DIR := validate-runs
+DB_BENCH_VALIDATE := --db=./rdb --benchmarks=fillrandom,overwrite --num=200000 --value_size=400 \
+  --compression_type=none --write_buffer_size=8388608 --target_file_size_base=8388608 \
+  --max_bytes_for_level_base=33554432 --duration=45 --benchmark_write_rate_limit=8000000 \
+  --seed=1 --progress_reports=false
+
+.PHONY: validate-fs
+validate-fs: install rocksdb-tools ## Model vs real ext4 (root): synthetic workload and db_bench (docs/FSMODEL.md)
+	$(BIN)/pcstream validate --run --ssd small -o $(VALIDATE_DIR)/synthetic -- \
+	  $(abspath $(BIN))/python $(abspath tools/fs_workload.py) --total 1536M --live 120M --db 64M --rate 64M
+	$(BIN)/pcstream validate --run --ssd small -o $(VALIDATE_DIR)/rocksdb -- db_bench $(DB_BENCH_VALIDATE)

@@ -55,3 +55,44 @@ def bench(
     ssd: str = "paper", policy: str = "baseline", pages: int = 0, timing: bool = False, seed: int = 1
 ) -> str:
     """Engine throughput benchmark; returns JSON (page_ops_per_s, host_pages_per_s, peak_rss_bytes, ...)."""
+
+def record_convert(logdir: str, out: str, source: str) -> str:
+    """Convert the shim logs in ``logdir`` into the file-level trace ``out``; JSON summary
+    (records, writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes)."""
+
+def import_trace(
+    format: str,
+    input: str,
+    out: str,
+    capacity_pages: int | None = None,
+    device: str | None = None,
+    skip_bad: int = 0,
+    meta_map: list[tuple[int, int, int]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:
+    """Import a field block trace (blkparse, msr, alibaba, tencent, fio, mqsim) into block-trace
+    Parquet; JSON report (lines, rows, writes, reads, trims, flushes, write_pages, read_pages,
+    trim_pages, filtered_out, capacity_pages, skipped, skipped_count).
+
+    ``meta_map``: sorted, disjoint ``(first page, pages, meta class)`` ranges that set the ``meta``
+    column by address (requests are split at range boundaries). ``progress(bytes_read,
+    file_bytes)``. A malformed line is an InputError naming ``FILE:LINE``; no output is left on
+    any error. Honours Ctrl-C.
+    """
+
+def map_trace(
+    input: str,
+    out: str,
+    capacity_pages: int,
+    mount_opts: str = "",
+    device: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> str:
+    """Map a file-level trace through the ext4 model into a block trace; JSON MapSummary
+    (events, requests, data_pages, journal_pages, metadata_pages{inode, directory, bitmap, other},
+    trim_pages, flushes, absorbed_pages, files, commits, checkpoints, peak_dirty_pages,
+    capacity_pages, free_pages, unknown_ops, warnings).
+
+    ``device``: model only events about files with this ``st_dev`` (others are skipped and
+    counted in a warning). ``progress(events_done, events_total)``. Honours Ctrl-C.
+    """

@@ -58,16 +58,22 @@ def _check_command(cmd: list[str]) -> None:
 
 
 def run_under_shim(
-    cmd: list[str], logdir: Path, method: str = "auto", frames: int = 12, shim: Path | None = None
+    cmd: list[str],
+    logdir: Path,
+    method: str = "auto",
+    frames: int = 12,
+    shim: Path | None = None,
+    cwd: Path | None = None,
 ) -> int:
-    """Run ``cmd`` with the shim preloaded, logs to ``logdir``; return its exit status (128+N if killed)."""
+    """Run ``cmd`` with the shim preloaded, logs to ``logdir``, in ``cwd`` (default: ours);
+    return its exit status (128+N if killed)."""
     env = dict(os.environ)
     so = str(shim or shim_path())
     env["LD_PRELOAD"] = so + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["PCSHIM_DIR"] = str(logdir.resolve())
     env["PCSHIM_METHOD"] = method
     env["PCSHIM_FRAMES"] = str(frames)
-    proc = subprocess.Popen(cmd, env=env)
+    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
     forward = {signal.SIGTERM, signal.SIGHUP}
     old = {sig: signal.getsignal(sig) for sig in forward}
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child gets Ctrl-C; we convert after
@@ -248,6 +254,61 @@ def record(
             shutil.rmtree(logdir, ignore_errors=True)
     summary["status"] = status
     return status, summary
+
+
+def record_block(
+    cmd: list[str],
+    out: Path,
+    capacity_pages: int,
+    method: str = "auto",
+    frames: int = 12,
+    mount_opts: str | None = None,
+    symbols: bool = True,
+    say: Any = None,
+) -> tuple[int, dict[str, Any]]:
+    """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
+    write the real block trace, the file-level trace and the layout (see
+    :mod:`pcstream.blocktrace`). ``out``: a directory, or the block trace's ``.parquet`` name.
+    Returns the command's exit status and the capture summary."""
+    from pcstream import blocktrace
+
+    if method not in METHODS:
+        raise CliError(f"--method {method}: unknown; use one of {', '.join(METHODS)}", EXIT_USAGE)
+    shim = shim_path()
+    _check_command(cmd)
+    blocktrace.check_environment()
+    # CMD runs in the mount point: a program named by a relative path is taken from here.
+    if "/" in cmd[0] and not os.path.isabs(cmd[0]):
+        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
+    outputs = blocktrace.Outputs.at(out)
+    if out.suffix != ".parquet" and out.exists() and not out.is_dir():
+        raise CliError(
+            f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
+        )
+    logdir = Path(tempfile.mkdtemp(prefix="pcstream-record-"))
+    source = "pcstream record --block " + " ".join(cmd)
+
+    def run(c: list[str], cwd: Path) -> int:
+        return run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
+
+    def files() -> dict[str, Any]:
+        summary = convert(logdir, outputs.files, source)
+        if symbols and summary.get("signatures"):
+            _symbolize_or_warn(outputs.files, summary)
+        return summary
+
+    try:
+        return blocktrace.capture(
+            cmd,
+            outputs,
+            capacity_pages,
+            run,
+            files,
+            mount_opts=mount_opts or blocktrace.DEFAULT_MOUNT_OPTS,
+            progress=say,
+        )
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
 
 
 def summary_line(out: Path, s: dict[str, Any]) -> str:

@@ -330,6 +330,116 @@ fn record_convert(py: Python<'_>, logdir: &str, out: &str, source: &str) -> PyRe
     })
 }
 
+/// Calls a Python progress callback `(done, total)` from engine code running without the GIL;
+/// checks for Ctrl-C at each call. Returns `false` (stop) on a signal or a callback error, which
+/// is kept for the caller to raise.
+struct PyProgress {
+    callback: Option<Py<PyAny>>,
+    error: Option<PyErr>,
+}
+
+impl PyProgress {
+    fn new(callback: Option<Py<PyAny>>) -> PyProgress {
+        PyProgress {
+            callback,
+            error: None,
+        }
+    }
+
+    fn call(&mut self, done: u64, total: u64) -> bool {
+        Python::with_gil(|py| {
+            if let Err(e) = py.check_signals() {
+                self.error = Some(e);
+                return false;
+            }
+            if let Some(p) = &self.callback {
+                if let Err(e) = p.call1(py, (done, total)) {
+                    self.error = Some(e);
+                    return false;
+                }
+            }
+            true
+        })
+    }
+
+    /// The error to raise: the callback's or the signal's when it stopped the engine, else `e`.
+    fn err(self, e: TraceError) -> PyErr {
+        self.error.unwrap_or_else(|| trace_err(e))
+    }
+}
+
+/// Import a block trace of `format` from the field into the block-trace Parquet `out`; returns
+/// a JSON report (lines, rows, writes, reads, trims, flushes, write_pages, read_pages,
+/// trim_pages, filtered_out, capacity_pages, skipped, skipped_count). A malformed line (beyond
+/// `skip_bad`) is an `InputError` naming `FILE:LINE`; an unknown format a `UsageError`.
+/// `meta_map`: `(first page, pages, meta class)` ranges that classify pages by address.
+/// `progress(bytes_read, file_bytes)`.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (format, input, out, capacity_pages=None, device=None, skip_bad=0, meta_map=None, progress=None))]
+fn import_trace(
+    py: Python<'_>,
+    format: &str,
+    input: &str,
+    out: &str,
+    capacity_pages: Option<u64>,
+    device: Option<String>,
+    skip_bad: u64,
+    meta_map: Option<Vec<(u64, u64, u8)>>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    use pcstream_trace::import::{import, ImportOptions};
+    let opts = ImportOptions {
+        device,
+        capacity_pages,
+        skip_bad,
+        meta_map: meta_map.unwrap_or_default(),
+    };
+    let mut prog = PyProgress::new(progress);
+    let r = py.allow_threads(|| {
+        import(
+            format,
+            Path::new(input),
+            Path::new(out),
+            &opts,
+            &mut |d, t| prog.call(d, t),
+        )
+    });
+    match r {
+        Ok(rep) => Ok(serde_json::to_string(&rep).expect("a report serialises")),
+        Err(e) => Err(prog.err(e)),
+    }
+}
+
+/// Map the file-level trace `input` through the ext4 model into the block trace `out`; returns
+/// the JSON `MapSummary`. `mount_opts` as `mount -o` (see docs/FSMODEL.md); `device`: model
+/// only events about files on this `st_dev`. `progress(events_done, events_total)`.
+#[pyfunction]
+#[pyo3(signature = (input, out, capacity_pages, mount_opts="", device=None, progress=None))]
+fn map_trace(
+    py: Python<'_>,
+    input: &str,
+    out: &str,
+    capacity_pages: u64,
+    mount_opts: &str,
+    device: Option<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    let mut opts = pcstream_trace::MapOptions::from_mount_opts(capacity_pages, mount_opts)
+        .map_err(trace_err)?;
+    opts.only_dev = device;
+    let mut prog = PyProgress::new(progress);
+    let r = py.allow_threads(|| {
+        pcstream_trace::map_file_trace(Path::new(input), Path::new(out), &opts, &mut |d, t| {
+            prog.call(d, t)
+        })
+    });
+    match r {
+        Ok(s) => Ok(serde_json::to_string(&s).expect("a summary serialises")),
+        Err(e) => Err(prog.err(e)),
+    }
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -347,5 +457,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gen, m)?)?;
     m.add_function(wrap_pyfunction!(bench_engine, m)?)?;
     m.add_function(wrap_pyfunction!(record_convert, m)?)?;
+    m.add_function(wrap_pyfunction!(import_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(map_trace, m)?)?;
     Ok(())
 }

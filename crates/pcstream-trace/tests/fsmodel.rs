@@ -73,6 +73,14 @@ fn opts() -> MapOptions {
     MapOptions::from_mount_opts(CAP, "").unwrap()
 }
 
+/// Discards of exactly the freed extents (no free tail), for tests that check extents.
+fn exact_discards() -> MapOptions {
+    MapOptions {
+        discard_free_tail: false,
+        ..opts()
+    }
+}
+
 fn data_of(reqs: &[Request], file: u32) -> Vec<Request> {
     reqs.iter()
         .filter(|r| r.op == Op::Write as u8 && r.meta == meta::DATA && r.file == file)
@@ -185,7 +193,7 @@ fn fsync_forces_a_journal_commit_before_later_data() {
 
 #[test]
 fn unlink_trims_exactly_the_files_extents() {
-    let mut m = FsModel::new(opts()).unwrap();
+    let mut m = FsModel::new(exact_discards()).unwrap();
     for (id, p) in paths(2) {
         m.register_path(id, &p);
     }
@@ -235,8 +243,54 @@ fn unlink_trims_exactly_the_files_extents() {
     );
     assert!(reqs.iter().all(|r| r.op != Op::Trim as u8));
     assert_eq!(s.trim_pages, 0);
-    let (_, s) = run(opts(), &evs, 1);
+    let (_, s) = run(exact_discards(), &evs, 1);
     assert_eq!(s.trim_pages, 20);
+}
+
+#[test]
+fn a_discard_covers_the_free_blocks_after_the_freed_extent() {
+    // Two files one after the other; deleting the first trims its blocks (the second follows
+    // them), deleting the second (the last used blocks of its group) trims to the group's end.
+    let evs = vec![
+        open(0, 10, 3, 1),
+        write(0, 10, 3, 1, 0, 81_920, 1),
+        op(0, FileOp::Fsync, 10, 3, 1),
+        op(0, FileOp::Close, 10, 3, 1),
+        open(S, 10, 4, 2),
+        write(S, 10, 4, 2, 0, 81_920, 2),
+        op(S, FileOp::Fsync, 10, 4, 2),
+        op(S, FileOp::Close, 10, 4, 2),
+        op(2 * S, FileOp::Unlink, 10, -1, 1),
+        op(20 * S, FileOp::Unlink, 10, -1, 2),
+    ];
+    let mut m = FsModel::new(opts()).unwrap();
+    for (id, p) in paths(2) {
+        m.register_path(id, &p);
+    }
+    let mut reqs = Vec::new();
+    for e in &evs[..8] {
+        m.apply(e, &mut |r| reqs.push(r)).unwrap();
+    }
+    let (a, b) = (m.extents_of(1), m.extents_of(2));
+    assert_eq!((a.len(), b.len()), (1, 1), "{a:?} {b:?}");
+    assert_eq!(a[0].0 + a[0].1, b[0].0, "the second file follows the first");
+    for e in &evs[8..] {
+        m.apply(e, &mut |r| reqs.push(r)).unwrap();
+    }
+    m.finish(&mut |r| reqs.push(r)).unwrap();
+    let trims: Vec<(u64, u32, u32)> = reqs
+        .iter()
+        .filter(|r| r.op == Op::Trim as u8)
+        .map(|r| (r.lpn, r.pages, r.file))
+        .collect();
+    let group_end = (b[0].0 / 32_768 + 1) * 32_768;
+    assert_eq!(
+        trims,
+        vec![
+            (a[0].0, a[0].1 as u32, 1),
+            (b[0].0, (group_end.min(CAP) - b[0].0) as u32, 2)
+        ]
+    );
 }
 
 #[test]
@@ -250,7 +304,7 @@ fn unlink_of_an_open_file_waits_for_the_last_close() {
         write(2 * S, 10, 3, 1, 81_920, 4096, 1),
         op(50 * S, FileOp::Close, 10, 3, 1),
     ];
-    let (reqs, s) = run(opts(), &evs, 1);
+    let (reqs, s) = run(exact_discards(), &evs, 1);
     let first_trim = reqs.iter().find(|r| r.op == Op::Trim as u8).unwrap();
     assert!(first_trim.ts_ns >= 50 * S, "{first_trim:?}");
     // the orphan's late page was written back at its expiry (t = 2 s + 30 s → tick 35 s)
@@ -478,9 +532,11 @@ fn a_full_file_system_names_the_event_and_the_fix() {
             break;
         }
     }
+    // The write itself: dirty data beyond half the free space start writeback at once, as
+    // ext4 does (and as its delayed-allocation reservation would fail the write).
     let e = err.expect("80 MiB cannot fit 64 MiB").to_string();
     assert!(
-        e.starts_with("event 2: the modelled file system is full"),
+        e.starts_with("event 1: the modelled file system is full"),
         "{e}"
     );
     assert!(e.contains("raise --capacity"), "{e}");
@@ -541,6 +597,7 @@ fn map_file_trace_through_parquet() {
     let s = map_file_trace(&input, &output, &opts, &mut |done, total| {
         calls += 1;
         assert!(done <= total && total == 5_000);
+        true
     })
     .unwrap();
     assert!(calls >= 1);
@@ -595,7 +652,7 @@ fn malformed_file_traces_are_one_line_errors() {
             &p,
             &out,
             &MapOptions::from_mount_opts(CAP, "").unwrap(),
-            &mut |_, _| {},
+            &mut |_, _| true,
         )
         .unwrap_err()
         .to_string();
@@ -611,7 +668,7 @@ fn malformed_file_traces_are_one_line_errors() {
         &[],
         10,
     );
-    map_file_trace(&good, &out, &opts(), &mut |_, _| {}).unwrap();
+    map_file_trace(&good, &out, &opts(), &mut |_, _| true).unwrap();
     std::fs::remove_file(&out).unwrap();
     // missing column
     let mut c = cols(Arc::new(StringArray::from(vec!["open", "write"])));
@@ -636,7 +693,7 @@ fn malformed_file_traces_are_one_line_errors() {
     // not Parquet at all
     let p = dir.path().join("junk.parquet");
     std::fs::write(&p, b"not parquet").unwrap();
-    let e = map_file_trace(&p, &out, &opts(), &mut |_, _| {})
+    let e = map_file_trace(&p, &out, &opts(), &mut |_, _| true)
         .unwrap_err()
         .to_string();
     assert!(e.contains("not a readable Parquet file"), "{e}");
@@ -645,4 +702,23 @@ fn malformed_file_traces_are_one_line_errors() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("'frobnicate': unknown"), "{e}");
+}
+
+#[test]
+fn dirty_data_beyond_half_the_free_space_are_written_back_at_once() {
+    // 1 GiB file system: 10 MiB dirty waits for its expiry; 600 more MiB make the dirty data
+    // exceed half the free blocks, and ext4 starts writing everything back at that write.
+    let evs = vec![
+        open(0, 10, 3, 1),
+        write(S, 10, 3, 1, 0, 10 << 20, 1),
+        write(2 * S, 10, 3, 1, 10 << 20, 600 << 20, 1),
+    ];
+    let (reqs, s) = run(opts(), &evs[..2], 1);
+    let data = data_of(&reqs, 1);
+    assert!(data.iter().all(|r| r.ts_ns >= 31 * S), "{:?}", data[0]);
+    assert_eq!(s.data_pages, 2560);
+    let (reqs, s) = run(opts(), &evs, 1);
+    let data = data_of(&reqs, 1);
+    assert!(data.iter().all(|r| r.ts_ns == 2 * S), "{:?}", data.last());
+    assert_eq!(s.data_pages, 2560 + 153_600);
 }

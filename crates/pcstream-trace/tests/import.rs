@@ -35,7 +35,7 @@ fn run(
 ) -> Result<(Vec<Request>, Option<u64>), String> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.parquet");
-    match import(format, input, &out, &opts, &mut |_| {}) {
+    match import(format, input, &out, &opts, &mut |_, _| true) {
         Ok(_) => Ok(rows(&out)),
         Err(e) => {
             assert!(!out.exists(), "no output on error");
@@ -243,4 +243,82 @@ fn unknown_format_and_missing_file() {
     )
     .unwrap_err();
     assert!(e.contains("/nonexistent/x.csv: no such file"), "{e}");
+}
+
+#[test]
+fn meta_map_splits_requests_at_range_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("t.txt");
+    // blkparse D lines: a write over pages 0..4 (sectors 0..32), a trim, a flush.
+    std::fs::write(
+        &input,
+        "7,0 1 1 0.000000000 5 D WS 0 + 32 [jbd2]\n\
+         7,0 1 2 0.000001000 5 D DS 80 + 8 [k]\n\
+         7,0 1 3 0.000002000 5 D FWS 0 + 0 [sync]\n",
+    )
+    .unwrap();
+    // pages 1..2 journal, 3 inode; page 10 directory (the trim hits it).
+    let opts = ImportOptions {
+        meta_map: vec![(1, 2, 1), (3, 1, 2), (10, 1, 3)],
+        ..Default::default()
+    };
+    let (v, cap) = run("blkparse", &input, opts).unwrap();
+    let got: Vec<(u8, u64, u32, u8)> = v.iter().map(|r| (r.op, r.lpn, r.pages, r.meta)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, 0, 1, 0),
+            (0, 1, 2, 1),
+            (0, 3, 1, 2),
+            (1, 10, 1, 3),
+            (3, 0, 0, 0)
+        ]
+    );
+    assert_eq!(cap, Some(11));
+    let bad = ImportOptions {
+        meta_map: vec![(5, 2, 1), (6, 1, 2)],
+        ..Default::default()
+    };
+    let e = run("blkparse", &input, bad).unwrap_err();
+    assert!(
+        e.contains("meta map entry 1") && e.contains("inside the previous range"),
+        "{e}"
+    );
+}
+
+#[test]
+fn progress_reports_bytes_and_can_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.csv");
+    let line = "0,W,4096,4096,1577808000000626\n";
+    std::fs::write(&input, line.repeat(200_000)).unwrap();
+    let size = std::fs::metadata(&input).unwrap().len();
+    let out = dir.path().join("out.parquet");
+    let mut seen = Vec::new();
+    import(
+        "alibaba",
+        &input,
+        &out,
+        &ImportOptions::default(),
+        &mut |done, total| {
+            seen.push((done, total));
+            true
+        },
+    )
+    .unwrap();
+    assert!(seen.len() >= 3, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0));
+    assert_eq!(*seen.last().unwrap(), (size, size));
+    std::fs::remove_file(&out).unwrap();
+    let e = import(
+        "alibaba",
+        &input,
+        &out,
+        &ImportOptions::default(),
+        &mut |_, _| false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("interrupted"), "{e}");
+    assert!(!out.exists(), "no output after a stop");
 }

@@ -15,7 +15,21 @@ from typing import Any
 import click
 
 from pcstream import __version__
-from pcstream.cli import bench, compare, demo, gen, info, policies, presets, record, simulate, workload
+from pcstream.cli import (
+    bench,
+    compare,
+    demo,
+    gen,
+    import_,
+    info,
+    map,
+    policies,
+    presets,
+    record,
+    simulate,
+    validate,
+    workload,
+)
 from pcstream.cli._common import UNITS
 from pcstream.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, classify, report
 
@@ -91,7 +105,21 @@ def cli(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-for _module in (gen, info, simulate, compare, demo, bench, presets, policies, record, workload):
+for _module in (
+    gen,
+    info,
+    simulate,
+    compare,
+    demo,
+    bench,
+    presets,
+    policies,
+    record,
+    map,
+    import_,
+    validate,
+    workload,
+):
     cli.add_command(_module.command)
 
 

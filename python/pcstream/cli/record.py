@@ -8,21 +8,36 @@ import click
 
 from pcstream import record as rec
 from pcstream.cli._common import epilog
+from pcstream.cli.map import SIZE, SIZE_HELP
+
+BLOCK_DEFAULT_OUT = "record-block"
+BLOCK_DEFAULT_CAPACITY = "1GiB"
+
+EXTRA = """\b
+Log format, hooks, methods and known gaps: docs/RECORD.md.
+--block (root only; exit status 77 otherwise) also captures the real
+block I/O: CMD runs in a fresh ext4 (sparse image of --capacity, loop
+device, mounted with --mount-opts) as its working directory (so give
+other paths absolute) while tracefs records the loop device's bios; -o names a directory (default
+record-block/) that gets block.parquet (the real block trace, meta classes
+from the image's layout), files.parquet (the file-level trace of the same
+run), layout.json and block.blkparse; or give X.parquet for X.parquet,
+X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
 
 
 @click.command(
     "record",
     short_help="capture a program's file writes with their PC signatures",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-    epilog=epilog("Log format, hooks, methods and known gaps: docs/RECORD.md."),
+    epilog=epilog(EXTRA),
 )
 @click.option(
     "-o",
     "--output",
-    default="trace.parquet",
-    show_default=True,
-    metavar="FILE",
-    help="File-level trace to write (Parquet).",
+    default=None,
+    metavar="FILE|DIR",
+    help="File-level trace to write (Parquet; default trace.parquet); with --block a directory "
+    f"(default {BLOCK_DEFAULT_OUT}/) or the block trace's X.parquet name.",
 )
 @click.option(
     "--method",
@@ -51,15 +66,56 @@ from pcstream.cli._common import epilog
     show_default=True,
     help="Name the frames of the PC table (addr2line) after the run.",
 )
+@click.option(
+    "--block",
+    is_flag=True,
+    help="Also capture the real block I/O of CMD on a fresh ext4 loop device (root only).",
+)
+@click.option(
+    "--capacity",
+    type=SIZE,
+    default=None,
+    help=f"--block: size of the ext4 image: {SIZE_HELP} (default {BLOCK_DEFAULT_CAPACITY}).",
+)
+@click.option(
+    "--mount-opts",
+    default=None,
+    metavar="OPTS",
+    help="--block: mount options of the ext4 (default discard,noatime, as the model assumes).",
+)
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def command(
-    output: str, method: str, frames: int, keep_logs: str | None, symbols: bool, cmd: tuple[str, ...]
+    output: str | None,
+    method: str,
+    frames: int,
+    keep_logs: str | None,
+    symbols: bool,
+    block: bool,
+    capacity: int | None,
+    mount_opts: str | None,
+    cmd: tuple[str, ...],
 ) -> int:
     """Run CMD with the pcshim LD_PRELOAD shim, then convert what it logged into one file-level
     trace (all processes, ordered by time) with a PC table. CMD's stdin, stdout, stderr and exit
     status are its own; a one-line summary goes to stderr.
+
+    Example: pcstream record --block --capacity small -o run1 -- python3 $PWD/tools/fs_workload.py
     """
-    out = Path(output)
+    if block:
+        if keep_logs is not None:
+            raise click.UsageError("--keep-logs is not supported with --block")
+        from pcstream import blocktrace
+
+        where = Path(output or BLOCK_DEFAULT_OUT)
+        pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
+        status, summary = rec.record_block(
+            list(cmd), where, pages, method, frames, mount_opts, symbols=symbols
+        )
+        click.echo(blocktrace.summary_line(blocktrace.Outputs.at(where), summary), err=True)
+        return status
+    if capacity is not None or mount_opts is not None:
+        raise click.UsageError("--capacity and --mount-opts need --block")
+    out = Path(output or "trace.parquet")
     status, summary = rec.record(
         list(cmd), out, method, frames, Path(keep_logs) if keep_logs else None, symbols=symbols
     )

@@ -534,6 +534,12 @@ impl FsModel {
     }
 
     /// Commit the running transaction, then release (and discard) the extents it freed.
+    ///
+    /// With `discard_free_tail` a discard covers the freed extent and the free blocks that
+    /// follow it up to the next used block or the end of the group, as measured on Linux 6.18
+    /// (`-o discard`: deleting the last file of a group discards the group's whole free tail).
+    /// Free blocks were discarded when they were freed, so the extension invalidates nothing
+    /// more on the device; it keeps the discarded byte count comparable.
     fn commit(&mut self, sink: Sink) {
         self.journal.commit(&mut self.out, sink);
         if self.pending_free.is_empty() {
@@ -542,8 +548,19 @@ impl FsModel {
         let pending = std::mem::take(&mut self.pending_free);
         for p in &pending {
             self.free.release(p.start, p.len);
+        }
+        for p in &pending {
             if self.opts.discard {
-                self.out.trim(sink, p.start, p.len, p.file, p.class);
+                let len = if self.opts.discard_free_tail {
+                    let group_end = self.layout.group_end(self.layout.group_of(p.start));
+                    self.free
+                        .free_run_at(p.start)
+                        .min(group_end - p.start)
+                        .max(p.len)
+                } else {
+                    p.len
+                };
+                self.out.trim(sink, p.start, len, p.file, p.class);
             }
         }
         self.pending_free = pending;
@@ -888,6 +905,28 @@ impl FsModel {
     fn background(&mut self, sink: Sink) -> Result<(), FsError> {
         while self.dirty_pages > self.dirty_limit_pages {
             let Some(q) = self.queue.pop() else { break };
+            if self.live(q) {
+                self.writeback(q.slot, 0, u64::MAX, sink)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// ext4 starts writeback of every dirty inode when dirty data exceed half the free blocks
+    /// (`ext4_nonda_switch` at each buffered write), so a nearly full file system writes back
+    /// long before the expiry time. Free blocks include those freed by the running transaction
+    /// (ext4's free-cluster counter is raised when blocks are freed, before the commit). The
+    /// kernel counts only delayed-allocation pages as dirty here; the model counts every dirty
+    /// page (overwrites of allocated blocks too), so it may start a little early.
+    fn free_space_writeback(&mut self, sink: Sink) -> Result<(), FsError> {
+        if self.dirty_pages == 0 {
+            return Ok(());
+        }
+        let pending: u64 = self.pending_free.iter().map(|p| p.len).sum();
+        if self.free.free_blocks() + pending >= 2 * self.dirty_pages {
+            return Ok(());
+        }
+        while let Some(q) = self.queue.pop() {
             if self.live(q) {
                 self.writeback(q.slot, 0, u64::MAX, sink)?;
             }
@@ -1386,6 +1425,9 @@ impl FsModel {
         if self.dirty_pages > self.dirty_limit_pages {
             self.background(sink)?;
         }
+        if ev.op == FileOp::Write {
+            self.free_space_writeback(sink)?;
+        }
         self.out.s.peak_dirty_pages = self.out.s.peak_dirty_pages.max(self.dirty_pages);
         Ok(())
     }
@@ -1682,12 +1724,13 @@ impl FsModel {
 }
 
 /// Map the file-level trace `input` to the block-level trace `output` (written atomically).
-/// `progress(done, total)` is called every 64 Ki events and at the end.
+/// `progress(done, total)` is called every 64 Ki events and at the end; returning `false` stops
+/// the mapping (an error; no output is left).
 pub fn map_file_trace(
     input: &Path,
     output: &Path,
     opts: &MapOptions,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<MapSummary, TraceError> {
     let mut reader = FileTraceReader::open(input)?;
     let total = reader.num_rows();
@@ -1712,8 +1755,14 @@ pub fn map_file_trace(
     let mut reqs: Vec<Request> = Vec::new();
     let mut batch = Vec::new();
     let mut row = 0u64;
+    let mut other_dev = 0u64;
     while reader.next_batch(&mut batch)? {
         for ev in &batch {
+            if opts.only_dev.is_some_and(|d| ev.dev != 0 && ev.dev != d) {
+                other_dev += 1;
+                row += 1;
+                continue;
+            }
             if let Err(e) = model.apply(ev, &mut |r| reqs.push(r)) {
                 return Err(reader.bad_row(row, e.what));
             }
@@ -1722,13 +1771,21 @@ pub fn map_file_trace(
         for r in reqs.drain(..) {
             writer.push(&r)?;
         }
-        progress(row, total);
+        if !progress(row, total) {
+            return Err(TraceError::Gen("map interrupted".into()));
+        }
     }
     let mut summary = model
         .finish(&mut |r| reqs.push(r))
         .map_err(|e| reader.bad_row(row.saturating_sub(1), e.what))?;
     for r in reqs.drain(..) {
         writer.push(&r)?;
+    }
+    if other_dev > 0 {
+        summary.warnings.push(format!(
+            "{other_dev} events about files on other devices than {} were skipped",
+            opts.only_dev.unwrap_or(0)
+        ));
     }
     for (name, n) in reader.unknown_ops() {
         summary

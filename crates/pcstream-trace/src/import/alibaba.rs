@@ -7,20 +7,21 @@ use pcstream_core::request::Op;
 pub struct Alibaba;
 
 impl LineParser for Alibaba {
-    fn parse(&mut self, line: &str) -> Result<Option<IoRecord>, String> {
-        let f = fields(line, 5, "device_id,opcode,offset,length,timestamp")?;
+    fn parse(&mut self, line: &str, rec: &mut IoRecord) -> Result<bool, String> {
+        let f: [&str; 5] = fields(line, "device_id,opcode,offset,length,timestamp")?;
         let op = match f[1].trim() {
             "R" | "r" => Op::Read,
             "W" | "w" => Op::Write,
             other => return Err(format!("opcode '{other}' is neither R nor W")),
         };
-        Ok(Some(IoRecord {
-            ts_ns: num(f[4], "timestamp")?.saturating_mul(1000),
+        rec.set(
+            num(f[4], "timestamp")?.saturating_mul(1000),
             op,
-            offset_bytes: num(f[2], "offset")?,
-            len_bytes: num(f[3], "length")?,
-            device: num(f[0], "device_id")?.to_string(),
-            pid: 0,
-        }))
+            num(f[2], "offset")?,
+            num(f[3], "length")?,
+            0,
+        );
+        rec.device_from(&[&num(f[0], "device_id")?]);
+        Ok(true)
     }
 }

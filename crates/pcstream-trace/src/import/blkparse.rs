@@ -1,6 +1,8 @@
 //! blkparse default text output: `maj,min cpu seq sec.nsec pid action rwbs sector + nsectors [comm]`.
 //! Only `D` (issue) lines are kept, so each request counts once; rwbs `W` = write, `R` = read,
-//! `D` = discard, `F` alone = flush. Summary and message lines (e.g. `CPU0 (…)`, `Total`) and other
+//! `D` = discard, `F` alone = flush; an empty write with `F` (`FWS 0 + 0`, how a cache flush
+//! appears at bio level) is a flush too, while a write with data and a preflush (`FWFSM`) is a
+//! write. Summary and message lines (e.g. `CPU0 (…)`, `Total`) and other
 //! actions are skipped. The device is `maj,min`.
 
 use super::{num, IoRecord, LineParser};
@@ -13,16 +15,16 @@ pub struct Blkparse {
 }
 
 impl LineParser for Blkparse {
-    fn parse(&mut self, line: &str) -> Result<Option<IoRecord>, String> {
+    fn parse(&mut self, line: &str, rec: &mut IoRecord) -> Result<bool, String> {
         if self.done {
-            return Ok(None);
+            return Ok(false);
         }
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.first()
             .is_some_and(|s| s.starts_with("CPU") || *s == "Total")
         {
             self.done = true;
-            return Ok(None);
+            return Ok(false);
         }
         if f.len() < 7 || !f[0].contains(',') {
             return Err(
@@ -30,7 +32,7 @@ impl LineParser for Blkparse {
             );
         }
         if f[5] != "D" {
-            return Ok(None);
+            return Ok(false);
         }
         let rwbs = f[6];
         let op = if rwbs.contains('D') {
@@ -42,12 +44,14 @@ impl LineParser for Blkparse {
         } else if rwbs.contains('F') {
             Op::Flush
         } else {
-            return Ok(None);
+            return Ok(false);
         };
         let (sec, nsec) = f[3]
             .split_once('.')
             .ok_or_else(|| format!("time '{}' is not sec.nsec", f[3]))?;
-        let ts_ns = num(sec, "seconds")?.saturating_mul(1_000_000_000) + num(nsec, "nanoseconds")?;
+        let ts_ns = num(sec, "seconds")?
+            .saturating_mul(1_000_000_000)
+            .saturating_add(num(nsec, "nanoseconds")?);
         let pid = num(f[4], "pid")? as u32;
         let (sector, sectors) = if op == Op::Flush && f.len() < 10 {
             (0, 0)
@@ -57,13 +61,19 @@ impl LineParser for Blkparse {
             }
             (num(f[7], "sector")?, num(f[9], "nsectors")?)
         };
-        Ok(Some(IoRecord {
+        let op = if op == Op::Write && sectors == 0 && rwbs.contains('F') {
+            Op::Flush
+        } else {
+            op
+        };
+        rec.set(
             ts_ns,
             op,
-            offset_bytes: sector.saturating_mul(512),
-            len_bytes: sectors.saturating_mul(512),
-            device: f[0].to_string(),
+            sector.saturating_mul(512),
+            sectors.saturating_mul(512),
             pid,
-        }))
+        );
+        rec.device_from(&[&f[0]]);
+        Ok(true)
     }
 }

@@ -14,19 +14,19 @@ pub struct FioLog {
 }
 
 impl LineParser for FioLog {
-    fn parse(&mut self, line: &str) -> Result<Option<IoRecord>, String> {
+    fn parse(&mut self, line: &str, rec: &mut IoRecord) -> Result<bool, String> {
         let Some(v) = self.version else {
             self.version = match line.trim() {
                 "fio version 2 iolog" => Some(2),
                 "fio version 3 iolog" => Some(3),
                 other => return Err(format!("'{other:.40}' is not an iolog header ('fio version 2 iolog' or 'fio version 3 iolog')")),
             };
-            return Ok(None);
+            return Ok(false);
         };
         let mut f: Vec<&str> = line.split_whitespace().collect();
         let ts_ns = if v == 3 {
             if f.is_empty() {
-                return Ok(None);
+                return Ok(false);
             }
             num(f.remove(0), "timestamp (ms)")?.saturating_mul(1_000_000)
         } else {
@@ -34,16 +34,11 @@ impl LineParser for FioLog {
             self.index * 1000
         };
         match f.as_slice() {
-            [_, "add" | "open" | "close"] => Ok(None),
+            [_, "add" | "open" | "close"] => Ok(false),
             [file, action] | [file, action, ..] if matches!(*action, "sync" | "datasync") => {
-                Ok(Some(IoRecord {
-                    ts_ns,
-                    op: Op::Flush,
-                    offset_bytes: 0,
-                    len_bytes: 0,
-                    device: file.to_string(),
-                    pid: 0,
-                }))
+                rec.set(ts_ns, Op::Flush, 0, 0, 0);
+                rec.device_from(&[file]);
+                Ok(true)
             }
             [file, action, off, len] => {
                 let op = match *action {
@@ -56,14 +51,9 @@ impl LineParser for FioLog {
                         ))
                     }
                 };
-                Ok(Some(IoRecord {
-                    ts_ns,
-                    op,
-                    offset_bytes: num(off, "offset")?,
-                    len_bytes: num(len, "length")?,
-                    device: file.to_string(),
-                    pid: 0,
-                }))
+                rec.set(ts_ns, op, num(off, "offset")?, num(len, "length")?, 0);
+                rec.device_from(&[file]);
+                Ok(true)
             }
             _ => Err("expected 'FILE ACTION OFFSET LENGTH' or 'FILE add|open|close'".into()),
         }

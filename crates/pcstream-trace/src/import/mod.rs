@@ -15,10 +15,12 @@ pub mod tencent;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use pcstream_core::request::{Op, Request};
 
-use crate::error::TraceError;
+use crate::error::{one_line, TraceError};
 use crate::format::TraceMeta;
 use crate::writer::{BlockTraceWriter, DEFAULT_ROW_GROUP_ROWS};
 
@@ -28,6 +30,7 @@ pub const PAGE_BYTES: u64 = 4096;
 pub const FORMATS: &[&str] = &["blkparse", "msr", "alibaba", "tencent", "fio", "mqsim"];
 
 /// One I/O of an input trace, in the input's own units converted to bytes and nanoseconds.
+/// Parsers fill one record in place, line after line, so the device name's buffer is reused.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IoRecord {
     pub ts_ns: u64,
@@ -39,10 +42,44 @@ pub struct IoRecord {
     pub pid: u32,
 }
 
+impl Default for IoRecord {
+    fn default() -> Self {
+        IoRecord {
+            ts_ns: 0,
+            op: Op::Write,
+            offset_bytes: 0,
+            len_bytes: 0,
+            device: String::new(),
+            pid: 0,
+        }
+    }
+}
+
+impl IoRecord {
+    /// Set every field but the device (which the parser writes into [`IoRecord::device`]).
+    pub(crate) fn set(&mut self, ts_ns: u64, op: Op, offset_bytes: u64, len_bytes: u64, pid: u32) {
+        self.ts_ns = ts_ns;
+        self.op = op;
+        self.offset_bytes = offset_bytes;
+        self.len_bytes = len_bytes;
+        self.pid = pid;
+    }
+
+    /// Replace the device name.
+    pub(crate) fn device_from(&mut self, parts: &[&dyn std::fmt::Display]) {
+        use std::fmt::Write;
+        self.device.clear();
+        for p in parts {
+            let _ = write!(self.device, "{p}");
+        }
+    }
+}
+
 /// A line parser keeps state across lines (e.g. fio's file table, a header check).
 pub trait LineParser {
-    /// `Ok(None)` for lines without I/O (headers, comments, events that are not I/O).
-    fn parse(&mut self, line: &str) -> Result<Option<IoRecord>, String>;
+    /// Fill `rec` from `line`: `Ok(true)` for an I/O, `Ok(false)` for lines without I/O
+    /// (headers, comments, events that are not I/O); `Err(what is wrong)` for a malformed line.
+    fn parse(&mut self, line: &str, rec: &mut IoRecord) -> Result<bool, String>;
 }
 
 pub fn parser(format: &str) -> Option<Box<dyn LineParser>> {
@@ -65,6 +102,61 @@ pub struct ImportOptions {
     pub capacity_pages: Option<u64>,
     /// Tolerate up to this many malformed lines (reported); the next one is an error.
     pub skip_bad: u64,
+    /// Metadata classes by address, when the file system's layout is known (e.g. read from the
+    /// image a trace was captured on): `(first page, pages, meta class)`, sorted and disjoint.
+    /// A request is split where it crosses a range boundary; pages outside every range are data
+    /// (class 0). Empty: every row is class 0.
+    pub meta_map: Vec<(u64, u64, u8)>,
+}
+
+impl ImportOptions {
+    /// Check `meta_map`: sorted, disjoint, non-empty ranges of known classes (one-line error).
+    pub fn check_meta_map(&self) -> Result<(), String> {
+        let mut end = 0u64;
+        for (i, &(start, pages, class)) in self.meta_map.iter().enumerate() {
+            if pages == 0 || class > pcstream_core::request::meta::OTHER {
+                return Err(format!(
+                    "meta map entry {i} ({start}, {pages}, {class}) is empty or of an unknown class (0..=5)"
+                ));
+            }
+            if start < end {
+                return Err(format!(
+                    "meta map entry {i} starts at page {start}, inside the previous range; sort the ranges and merge overlaps"
+                ));
+            }
+            end = start
+                .checked_add(pages)
+                .ok_or_else(|| format!("meta map entry {i} ({start} + {pages} pages) overflows"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Split `[lpn, lpn + pages)` at the boundaries of `map` (see [`ImportOptions::meta_map`]) and
+/// call `emit(lpn, pages, class)` for each piece, in address order.
+fn classify(map: &[(u64, u64, u8)], lpn: u64, pages: u64, emit: &mut dyn FnMut(u64, u64, u8)) {
+    let end = lpn + pages;
+    // First range that ends after `lpn`.
+    let mut i = map.partition_point(|&(s, n, _)| s + n <= lpn);
+    let mut at = lpn;
+    while at < end {
+        match map.get(i) {
+            Some(&(s, n, class)) if s < end => {
+                if at < s {
+                    emit(at, s - at, 0);
+                    at = s;
+                }
+                let stop = (s + n).min(end);
+                emit(at, stop - at, class);
+                at = stop;
+                i += 1;
+            }
+            _ => {
+                emit(at, end - at, 0);
+                at = end;
+            }
+        }
+    }
 }
 
 /// What an import did.
@@ -75,6 +167,12 @@ pub struct ImportReport {
     pub writes: u64,
     pub reads: u64,
     pub trims: u64,
+    pub flushes: u64,
+    /// Pages (4 KiB) written, read and trimmed.
+    pub write_pages: u64,
+    pub read_pages: u64,
+    pub trim_pages: u64,
+    /// Lines of other devices (`--device`).
     pub filtered_out: u64,
     pub capacity_pages: u64,
     /// The malformed lines skipped, as `FILE:LINE: what` (at most 100 kept).
@@ -82,10 +180,33 @@ pub struct ImportReport {
     pub skipped_count: u64,
 }
 
+/// Counts the bytes read from the file itself (compressed bytes for `.gz`/`.zst`), so progress
+/// can be shown against the file's size.
+struct Counted<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 /// Open `path`, decompressing `.gz` and `.zst` by extension.
 pub fn open_text(path: &Path) -> Result<Box<dyn BufRead>, TraceError> {
+    open_counted(path, Arc::new(AtomicU64::new(0)))
+}
+
+/// As [`open_text`]; `read` counts the bytes taken from the file.
+fn open_counted(path: &Path, read: Arc<AtomicU64>) -> Result<Box<dyn BufRead>, TraceError> {
     let label = path.display().to_string();
-    let f = crate::reader::open_input(path)?;
+    let f = Counted {
+        inner: crate::reader::open_input(path)?,
+        read,
+    };
     let name = label.to_ascii_lowercase();
     let r: Box<dyn Read> = if name.ends_with(".gz") {
         Box::new(flate2::read::MultiGzDecoder::new(f))
@@ -102,14 +223,23 @@ pub fn open_text(path: &Path) -> Result<Box<dyn BufRead>, TraceError> {
     Ok(Box::new(BufReader::with_capacity(1 << 20, r)))
 }
 
-/// Import `input` (in `format`) into the block trace `out`. `progress(bytes_lines)` is called
-/// every 1 Mi lines with the number of lines read.
+/// Lines between two progress calls.
+const PROGRESS_LINES: u64 = 1 << 16;
+
+/// Import `input` (in `format`) into the block trace `out`. `progress(bytes_read, file_bytes)`
+/// is called every 64 Ki lines and at the end with the bytes taken from the file so far (the
+/// compressed bytes for `.gz`/`.zst`) and the file's size; returning `false` stops the import
+/// (an error, no output).
+///
+/// Errors: an unknown format is [`TraceError::Gen`]; a malformed line (beyond `skip_bad`), a
+/// request beyond `capacity_pages`, or an unreadable file is [`TraceError::Io`] naming
+/// `FILE:LINE`. No output file is left behind on any error.
 pub fn import(
     format: &str,
     input: &Path,
     out: &Path,
     opts: &ImportOptions,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<ImportReport, TraceError> {
     let label = input.display().to_string();
     let mut p = parser(format).ok_or_else(|| {
@@ -118,7 +248,10 @@ pub fn import(
             FORMATS.join(", ")
         ))
     })?;
-    let mut reader = open_text(input)?;
+    opts.check_meta_map().map_err(TraceError::Gen)?;
+    let read = Arc::new(AtomicU64::new(0));
+    let mut reader = open_counted(input, read.clone())?;
+    let file_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
     let meta = TraceMeta {
         source: format!("pcstream import {format} {label}"),
         ..Default::default()
@@ -128,31 +261,33 @@ pub fn import(
     let mut first_ts: Option<u64> = None;
     let mut max_end = 0u64;
     let mut line = String::new();
+    let mut rec = IoRecord::default();
+    let mut pieces: Vec<(u64, u64, u8)> = Vec::new();
+    let at = |line: u64| format!("{label}:{line}");
     loop {
         line.clear();
         let n = reader.read_line(&mut line).map_err(|e| TraceError::Io {
-            path: label.clone(),
+            path: at(rep.lines + 1),
             why: format!(
-                "line {}: cannot read ({e}); is the file complete and of the named compression?",
-                rep.lines + 1
+                "cannot read ({}); is the file complete, text, and of the compression its name says?",
+                one_line(e)
             ),
         })?;
         if n == 0 {
             break;
         }
         rep.lines += 1;
-        if rep.lines % (1 << 20) == 0 {
-            progress(rep.lines);
+        if rep.lines % PROGRESS_LINES == 0 && !progress(read.load(Ordering::Relaxed), file_bytes) {
+            return Err(TraceError::Gen("import interrupted".into()));
         }
         let text = line.trim_end_matches(['\n', '\r']);
-        if text.trim().is_empty() {
+        if text.trim_start().is_empty() {
             continue;
         }
-        let rec = match p.parse(text) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
+        match p.parse(text, &mut rec) {
+            Ok(true) => {}
+            Ok(false) => continue,
             Err(what) => {
-                let msg = format!("{label}:{}: {what}", rep.lines);
                 rep.skipped_count += 1;
                 if rep.skipped_count > opts.skip_bad {
                     let hint = if opts.skip_bad == 0 {
@@ -160,14 +295,17 @@ pub fn import(
                     } else {
                         format!("; more than --skip-bad {} bad lines", opts.skip_bad)
                     };
-                    return Err(TraceError::Gen(format!("{msg}{hint}")));
+                    return Err(TraceError::Io {
+                        path: at(rep.lines),
+                        why: format!("{what}{hint}"),
+                    });
                 }
                 if rep.skipped.len() < 100 {
-                    rep.skipped.push(msg);
+                    rep.skipped.push(format!("{}: {what}", at(rep.lines)));
                 }
                 continue;
             }
-        };
+        }
         if let Some(d) = &opts.device {
             if &rec.device != d {
                 rep.filtered_out += 1;
@@ -179,7 +317,18 @@ pub fn import(
         }
         let base = *first_ts.get_or_insert(rec.ts_ns);
         let lpn = rec.offset_bytes / PAGE_BYTES;
-        let end = (rec.offset_bytes + rec.len_bytes).div_ceil(PAGE_BYTES);
+        let end = rec
+            .offset_bytes
+            .checked_add(rec.len_bytes)
+            .map(|e| e.div_ceil(PAGE_BYTES))
+            .filter(|&e| e - lpn <= u32::MAX as u64)
+            .ok_or_else(|| TraceError::Io {
+                path: at(rep.lines),
+                why: format!(
+                    "offset {} + {} bytes is not a valid range (it overflows or spans more than 2^32 pages); fix the line",
+                    rec.offset_bytes, rec.len_bytes
+                ),
+            })?;
         let pages = if rec.op == Op::Flush {
             0
         } else {
@@ -187,10 +336,13 @@ pub fn import(
         };
         if let Some(cap) = opts.capacity_pages {
             if rec.op != Op::Flush && end > cap {
-                return Err(TraceError::Gen(format!(
-                    "{label}:{}: offset {} + {} bytes ends at page {end}, beyond --capacity {cap} pages; raise --capacity or filter the device",
-                    rep.lines, rec.offset_bytes, rec.len_bytes
-                )));
+                return Err(TraceError::Io {
+                    path: at(rep.lines),
+                    why: format!(
+                        "offset {} + {} bytes ends at page {end}, beyond --capacity {cap} pages; raise --capacity or filter the device",
+                        rec.offset_bytes, rec.len_bytes
+                    ),
+                });
             }
         }
         if rec.op != Op::Flush {
@@ -200,9 +352,15 @@ pub fn import(
             Op::Write => rep.writes += 1,
             Op::Read => rep.reads += 1,
             Op::Trim => rep.trims += 1,
+            Op::Flush => rep.flushes += 1,
+        }
+        match rec.op {
+            Op::Write => rep.write_pages += pages as u64,
+            Op::Read => rep.read_pages += pages as u64,
+            Op::Trim => rep.trim_pages += pages as u64,
             Op::Flush => {}
         }
-        let r = Request {
+        let mut r = Request {
             ts_ns: rec.ts_ns.saturating_sub(base),
             op: rec.op as u8,
             lpn,
@@ -210,8 +368,22 @@ pub fn import(
             pid: rec.pid,
             ..Default::default()
         };
-        w.push(&r)?;
-        rep.rows += 1;
+        if opts.meta_map.is_empty() || rec.op == Op::Flush {
+            w.push(&r)?;
+            rep.rows += 1;
+        } else {
+            pieces.clear();
+            classify(&opts.meta_map, lpn, pages as u64, &mut |l, n, c| {
+                pieces.push((l, n, c))
+            });
+            for &(l, n, c) in &pieces {
+                r.lpn = l;
+                r.pages = n as u32;
+                r.meta = c;
+                w.push(&r)?;
+                rep.rows += 1;
+            }
+        }
     }
     rep.capacity_pages = opts.capacity_pages.unwrap_or(max_end);
     w.set_meta(&TraceMeta {
@@ -219,25 +391,87 @@ pub fn import(
         ..meta
     });
     w.finish()?;
+    progress(read.load(Ordering::Relaxed), file_bytes);
     Ok(rep)
 }
 
-/// Parse a field as an unsigned integer, naming it in the error.
+/// Parse a field as an unsigned integer (surrounding blanks allowed), naming it in the error.
+/// A byte loop rather than `str::parse`: this is the importers' innermost step.
 pub(crate) fn num(field: &str, what: &str) -> Result<u64, String> {
-    field
-        .trim()
-        .parse::<u64>()
-        .map_err(|_| format!("{what} '{}' is not a non-negative integer", field.trim()))
+    let t = field.trim_matches([' ', '\t']);
+    let mut v = 0u64;
+    let ok = !t.is_empty()
+        && t.bytes().all(|b| {
+            let d = b.wrapping_sub(b'0');
+            match v.checked_mul(10).and_then(|x| x.checked_add(d as u64)) {
+                Some(x) if d < 10 => {
+                    v = x;
+                    true
+                }
+                _ => false,
+            }
+        });
+    if ok {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{what} '{}' is not a non-negative integer",
+            field.trim()
+        ))
+    }
 }
 
-/// Split a CSV line into exactly `n` fields.
-pub(crate) fn fields<'a>(line: &'a str, n: usize, layout: &str) -> Result<Vec<&'a str>, String> {
-    let f: Vec<&str> = line.split(',').collect();
-    if f.len() != n {
+/// Split a CSV line into exactly `N` fields (no allocation; one pass over the bytes).
+pub(crate) fn fields<'a, const N: usize>(
+    line: &'a str,
+    layout: &str,
+) -> Result<[&'a str; N], String> {
+    let mut out = [""; N];
+    let mut n = 0;
+    let mut from = 0;
+    for (i, &b) in line.as_bytes().iter().enumerate() {
+        if b == b',' {
+            if n < N {
+                // ',' is ASCII, so `from..i` lies on character boundaries.
+                out[n] = &line[from..i];
+            }
+            n += 1;
+            from = i + 1;
+        }
+    }
+    if n < N {
+        out[n] = &line[from..];
+    }
+    n += 1;
+    if n != N {
         return Err(format!(
-            "expected {n} comma-separated fields ({layout}), found {}",
-            f.len()
+            "expected {N} comma-separated fields ({layout}), found {n}"
         ));
     }
-    Ok(f)
+    Ok(out)
+}
+
+/// Split a line at runs of whitespace into exactly `N` fields (no allocation).
+pub(crate) fn words<'a, const N: usize>(
+    line: &'a str,
+    layout: &str,
+) -> Result<[&'a str; N], String> {
+    let mut out = [""; N];
+    let mut it = line.split_ascii_whitespace();
+    let mut n = 0;
+    for f in it.by_ref() {
+        if n == N {
+            n += 1;
+            break;
+        }
+        out[n] = f;
+        n += 1;
+    }
+    if n != N {
+        let found = n + it.count();
+        return Err(format!(
+            "expected {N} space-separated fields ({layout}), found {found}"
+        ));
+    }
+    Ok(out)
 }

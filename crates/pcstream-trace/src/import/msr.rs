@@ -8,24 +8,30 @@ use pcstream_core::request::Op;
 pub struct Msr;
 
 impl LineParser for Msr {
-    fn parse(&mut self, line: &str) -> Result<Option<IoRecord>, String> {
-        let f = fields(
+    fn parse(&mut self, line: &str, rec: &mut IoRecord) -> Result<bool, String> {
+        let f: [&str; 7] = fields(
             line,
-            7,
             "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
         )?;
-        let op = match f[3].trim().to_ascii_lowercase().as_str() {
-            "read" => Op::Read,
-            "write" => Op::Write,
-            other => return Err(format!("Type '{other}' is neither Read nor Write")),
+        let kind = f[3].trim();
+        let op = if kind.eq_ignore_ascii_case("write") {
+            Op::Write
+        } else if kind.eq_ignore_ascii_case("read") {
+            Op::Read
+        } else {
+            return Err(format!(
+                "Type '{}' is neither Read nor Write",
+                kind.to_ascii_lowercase()
+            ));
         };
-        Ok(Some(IoRecord {
-            ts_ns: num(f[0], "Timestamp")?.saturating_mul(100),
+        rec.set(
+            num(f[0], "Timestamp")?.saturating_mul(100),
             op,
-            offset_bytes: num(f[4], "Offset")?,
-            len_bytes: num(f[5], "Size")?,
-            device: format!("{}_{}", f[1].trim(), f[2].trim()),
-            pid: 0,
-        }))
+            num(f[4], "Offset")?,
+            num(f[5], "Size")?,
+            0,
+        );
+        rec.device_from(&[&f[1].trim(), &'_', &f[2].trim()]);
+        Ok(true)
     }
 }

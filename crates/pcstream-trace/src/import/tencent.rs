@@ -7,8 +7,8 @@ use pcstream_core::request::Op;
 pub struct Tencent;
 
 impl LineParser for Tencent {
-    fn parse(&mut self, line: &str) -> Result<Option<IoRecord>, String> {
-        let f = fields(line, 5, "Timestamp,Offset,Size,IOType,VolumeID")?;
+    fn parse(&mut self, line: &str, rec: &mut IoRecord) -> Result<bool, String> {
+        let f: [&str; 5] = fields(line, "Timestamp,Offset,Size,IOType,VolumeID")?;
         let op = match f[3].trim() {
             "0" => Op::Read,
             "1" => Op::Write,
@@ -18,13 +18,14 @@ impl LineParser for Tencent {
                 ))
             }
         };
-        Ok(Some(IoRecord {
-            ts_ns: num(f[0], "Timestamp")?.saturating_mul(1_000_000_000),
+        rec.set(
+            num(f[0], "Timestamp")?.saturating_mul(1_000_000_000),
             op,
-            offset_bytes: num(f[1], "Offset")?.saturating_mul(512),
-            len_bytes: num(f[2], "Size")?.saturating_mul(512),
-            device: num(f[4], "VolumeID")?.to_string(),
-            pid: 0,
-        }))
+            num(f[1], "Offset")?.saturating_mul(512),
+            num(f[2], "Size")?.saturating_mul(512),
+            0,
+        );
+        rec.device_from(&[&num(f[4], "VolumeID")?]);
+        Ok(true)
     }
 }
