@@ -77,11 +77,12 @@ def writes_bytes(n: int) -> Check:
 
 PY = shlex.quote(sys.executable)
 
-# db_bench sized for the `small` SSD (61,248 logical pages = 239 MiB): 300 k keys of 16 + 400 B
-# ≈ 120 MiB of live data; 8 MiB memtables and SSTs, so flushes and compactions are frequent; the
+# db_bench sized for the `small` SSD (61,248 logical pages = 239 MiB): 150 k keys of 16 + 400 B
+# ≈ 60 MiB of live data (peaks of obsolete SSTs and the WAL stay below the file system's size);
+# 8 MiB memtables and SSTs, so flushes and compactions are frequent; the
 # write-rate limit bounds the trace (field-notes §1.1).
 DB_BENCH = (
-    "db_bench --db=./rdb --num=300000 --value_size=400 --key_size=16 --compression_type=none "
+    "db_bench --db=./rdb --num=150000 --value_size=400 --key_size=16 --compression_type=none "
     "--write_buffer_size=8388608 --target_file_size_base=8388608 "
     "--max_bytes_for_level_base=33554432 --benchmark_write_rate_limit=6000000 --seed=1 "
     "--progress_reports=false --histogram=false --statistics=false --stats_interval_seconds=0"
