@@ -46,12 +46,14 @@ pub enum FileOp {
     Fork = 12,
     Exec = 13,
     Exit = 14,
+    /// posix_spawn in the parent (`offset` = the child's pid).
+    Spawn = 15,
     /// A well-formed op name this version does not know (the format allows new ones).
     Unknown = 255,
 }
 
 impl FileOp {
-    const ALL: [FileOp; 14] = [
+    const ALL: [FileOp; 15] = [
         FileOp::Open,
         FileOp::Write,
         FileOp::Fsync,
@@ -66,6 +68,7 @@ impl FileOp {
         FileOp::Fork,
         FileOp::Exec,
         FileOp::Exit,
+        FileOp::Spawn,
     ];
 
     /// The op of a shim record code, if known.
@@ -91,6 +94,7 @@ impl FileOp {
             "fork" => FileOp::Fork,
             "exec" => FileOp::Exec,
             "exit" => FileOp::Exit,
+            "spawn" => FileOp::Spawn,
             _ => return None,
         })
     }
