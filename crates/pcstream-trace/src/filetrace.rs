@@ -46,7 +46,7 @@ pub enum FileOp {
     Fork = 12,
     Exec = 13,
     Exit = 14,
-    /// posix_spawn: a child process (pid in `offset`) started from this one.
+    /// posix_spawn in the parent (`offset` = the child's pid).
     Spawn = 15,
     /// A well-formed op name this version does not know (the format allows new ones).
     Unknown = 255,

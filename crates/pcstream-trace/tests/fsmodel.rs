@@ -722,3 +722,45 @@ fn dirty_data_beyond_half_the_free_space_are_written_back_at_once() {
     assert!(data.iter().all(|r| r.ts_ns == 2 * S), "{:?}", data.last());
     assert_eq!(s.data_pages, 2560 + 153_600);
 }
+
+#[test]
+fn a_spawned_child_keeps_only_inheritable_descriptors() {
+    // Two unlinked files open in the parent, one O_CLOEXEC; after posix_spawn and the parent's
+    // closes, only the inheritable one stays alive (in the child) until the child exits.
+    let cloexec = |e: FileEvent| FileEvent {
+        flags: e.flags | 0o2_000_000,
+        ..e
+    };
+    let evs = vec![
+        open(0, 10, 3, 1),
+        write(0, 10, 3, 1, 0, 8192, 1),
+        op(0, FileOp::Fsync, 10, 3, 1),
+        cloexec(open(0, 10, 4, 2)),
+        write(0, 10, 4, 2, 0, 8192, 1),
+        op(0, FileOp::Fsync, 10, 4, 2),
+        op(S, FileOp::Unlink, 10, -1, 1),
+        op(S, FileOp::Unlink, 10, -1, 2),
+        FileEvent {
+            offset: 11,
+            ..op(S, FileOp::Spawn, 10, -1, 0)
+        },
+        op(2 * S, FileOp::Close, 10, 3, 1),
+        op(2 * S, FileOp::Close, 10, 4, 2),
+        op(60 * S, FileOp::Exit, 11, -1, 0),
+    ];
+    let (reqs, _) = run(exact_discards(), &evs, 2);
+    let first_trim = |file: u32| {
+        reqs.iter()
+            .find(|r| r.op == Op::Trim as u8 && r.file == file)
+            .map(|r| r.ts_ns)
+            .unwrap()
+    };
+    assert!(
+        first_trim(2) < 60 * S,
+        "the O_CLOEXEC file dies with the parent's close"
+    );
+    assert!(
+        first_trim(1) >= 60 * S,
+        "the inherited file lives until the child exits"
+    );
+}

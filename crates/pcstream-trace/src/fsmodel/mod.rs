@@ -1377,46 +1377,14 @@ impl FsModel {
                 }
             }
             FileOp::Rename => self.on_rename(ev, sink)?,
-            // A spawned child inherits the descriptors as a forked one does (its exec, logged by
-            // the child, then drops the close-on-exec ones).
-            FileOp::Fork | FileOp::Spawn => {
-                let child = ev.offset as u32;
-                if let Some(fds) = self.procs.get(&ev.pid).cloned() {
-                    for e in fds.values() {
-                        self.files[e.slot as usize]
-                            .as_mut()
-                            .expect("live file")
-                            .open_fds += 1;
-                    }
-                    if let Some(old) = self.procs.insert(child, fds) {
-                        let mut fds: Vec<_> = old.into_iter().collect();
-                        fds.sort_unstable_by_key(|(fd, _)| *fd);
-                        for (_, e) in fds {
-                            self.release_fd(e.slot, sink)?;
-                        }
-                    }
-                }
+            FileOp::Fork => self.fork(ev.pid, ev.offset as u32, sink)?,
+            // posix_spawn: a fork whose child executes a new image at once.
+            FileOp::Spawn => {
+                self.fork(ev.pid, ev.offset as u32, sink)?;
+                self.exec_or_exit(ev.offset as u32, false, sink)?;
             }
-            FileOp::Exec | FileOp::Exit => {
-                let exit = ev.op == FileOp::Exit;
-                if let Some(m) = self.procs.get_mut(&ev.pid) {
-                    let mut gone: Vec<(i32, Fd)> = m
-                        .iter()
-                        .filter(|(_, e)| exit || e.cloexec)
-                        .map(|(&fd, &e)| (fd, e))
-                        .collect();
-                    gone.sort_unstable_by_key(|(fd, _)| *fd);
-                    for (fd, _) in &gone {
-                        m.remove(fd);
-                    }
-                    if exit {
-                        self.procs.remove(&ev.pid);
-                    }
-                    for (_, e) in gone {
-                        self.release_fd(e.slot, sink)?;
-                    }
-                }
-            }
+            FileOp::Exec => self.exec_or_exit(ev.pid, false, sink)?,
+            FileOp::Exit => self.exec_or_exit(ev.pid, true, sink)?,
             FileOp::Unknown => self.unknown_ops += 1,
         }
         if self.journal.running_len() >= self.journal.max_transaction {
@@ -1429,6 +1397,48 @@ impl FsModel {
             self.free_space_writeback(sink)?;
         }
         self.out.s.peak_dirty_pages = self.out.s.peak_dirty_pages.max(self.dirty_pages);
+        Ok(())
+    }
+
+    /// `child` gets a copy of `parent`'s descriptor table (replacing a stale one of a reused pid).
+    fn fork(&mut self, parent: u32, child: u32, sink: Sink) -> Result<(), FsError> {
+        if let Some(fds) = self.procs.get(&parent).cloned() {
+            for e in fds.values() {
+                self.files[e.slot as usize]
+                    .as_mut()
+                    .expect("live file")
+                    .open_fds += 1;
+            }
+            if let Some(old) = self.procs.insert(child, fds) {
+                let mut fds: Vec<_> = old.into_iter().collect();
+                fds.sort_unstable_by_key(|(fd, _)| *fd);
+                for (_, e) in fds {
+                    self.release_fd(e.slot, sink)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// exec closes `pid`'s `O_CLOEXEC` descriptors; exit closes all of them.
+    fn exec_or_exit(&mut self, pid: u32, exit: bool, sink: Sink) -> Result<(), FsError> {
+        if let Some(m) = self.procs.get_mut(&pid) {
+            let mut gone: Vec<(i32, Fd)> = m
+                .iter()
+                .filter(|(_, e)| exit || e.cloexec)
+                .map(|(&fd, &e)| (fd, e))
+                .collect();
+            gone.sort_unstable_by_key(|(fd, _)| *fd);
+            for (fd, _) in &gone {
+                m.remove(fd);
+            }
+            if exit {
+                self.procs.remove(&pid);
+            }
+            for (_, e) in gone {
+                self.release_fd(e.slot, sink)?;
+            }
+        }
         Ok(())
     }
 
