@@ -2,6 +2,7 @@
 //! the orderings the papers report (docs/POLICIES.md has the full table, `make policy-table`).
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use pcstream_core::config::SsdConfig;
 use pcstream_core::placement::registry;
@@ -59,6 +60,28 @@ fn wafs(cfg: &SsdConfig, reqs: &[Request]) -> BTreeMap<&'static str, f64> {
         .collect()
 }
 
+/// Every policy's WAF on a preset, computed once for all tests (the runs dominate their time);
+/// one cell per preset, so tests running in parallel compute different presets at once.
+fn wafs_of(preset: &str) -> BTreeMap<&'static str, f64> {
+    type Cell = OnceLock<BTreeMap<&'static str, f64>>;
+    static CELLS: [(&str, Cell); 3] = [
+        ("rocksdb-like", OnceLock::new()),
+        ("hotcold-files", OnceLock::new()),
+        ("append-only", OnceLock::new()),
+    ];
+    let (_, cell) = CELLS
+        .iter()
+        .find(|(p, _)| *p == preset)
+        .expect("a preset of this test");
+    cell.get_or_init(|| {
+        let cfg = device();
+        let w = wafs(&cfg, &mix(preset, cfg.logical_pages(), 8));
+        show(preset, &w);
+        w
+    })
+    .clone()
+}
+
 fn show(what: &str, w: &BTreeMap<&str, f64>) {
     let s: Vec<String> = w.iter().map(|(k, v)| format!("{k} {v:.3}")).collect();
     eprintln!("{what}: {}", s.join(", "));
@@ -66,11 +89,8 @@ fn show(what: &str, w: &BTreeMap<&str, f64>) {
 
 #[test]
 fn pcstream_orders_between_the_oracle_and_baseline_on_every_mix() {
-    let cfg = device();
-    let logical = cfg.logical_pages();
     for preset in ["rocksdb-like", "hotcold-files", "append-only"] {
-        let w = wafs(&cfg, &mix(preset, logical, 8));
-        show(preset, &w);
+        let w = wafs_of(preset); // the other two are shared with the tests below
         let (o, pc, star, b) = (
             w["oracle"],
             w["pcstream"],
@@ -98,9 +118,7 @@ fn pcstream_orders_between_the_oracle_and_baseline_on_every_mix() {
 fn autostream_loses_to_pcstream_on_the_append_only_mix() {
     // Every LBA is written once per file and reused by whichever writer allocates next, so LBA
     // hotness carries little of the lifetime; the writer's PC carries it all.
-    let cfg = device();
-    let w = wafs(&cfg, &mix("append-only", cfg.logical_pages(), 8));
-    show("append-only", &w);
+    let w = wafs_of("append-only");
     for a in ["autostream-sfr", "autostream-mq"] {
         assert!(
             w[a] > 1.05 * w["pcstream"],
@@ -113,9 +131,7 @@ fn autostream_loses_to_pcstream_on_the_append_only_mix() {
 
 #[test]
 fn no_policy_is_worse_than_baseline_on_the_hot_cold_mix() {
-    let cfg = device();
-    let w = wafs(&cfg, &mix("hotcold-files", cfg.logical_pages(), 8));
-    show("hotcold-files", &w);
+    let w = wafs_of("hotcold-files");
     let b = w["baseline"];
     for (p, &v) in &w {
         assert!(v <= b + 1e-9, "{p} {v} above baseline {b}");
