@@ -48,6 +48,9 @@ fn wafs(cfg: &SsdConfig, reqs: &[Request]) -> BTreeMap<&'static str, f64> {
                 ..Default::default()
             };
             let mut sim = Simulator::new(cfg, o).expect("simulator");
+            // Whole-state checks after every GC would dominate (tests/invariants.rs in the core
+            // crate runs them for every policy).
+            sim.set_verify_each_gc(false);
             if sim.needs_death_times() {
                 let mut pass = sim.death_pass();
                 reqs.iter().for_each(|r| pass.feed(r));
