@@ -27,6 +27,7 @@ use crate::error::{one_line, TraceError};
 use crate::filetrace::{FileEvent, FileOp, KEY_PATHS};
 use crate::format::TraceMeta;
 use crate::reader::open_input;
+use crate::rowgroups::RowGroups;
 
 /// Most rows per decoded batch (bounds memory whatever the row-group size).
 pub const FILE_BATCH_ROWS: usize = 64 * 1024;
@@ -41,11 +42,10 @@ const INT_COLUMNS: [&str; 12] = [
 
 /// An open file-level trace, positioned before its first row.
 pub struct FileTraceReader {
-    label: String,
     meta: TraceMeta,
     paths: BTreeMap<u32, String>,
     rows: u64,
-    group_starts: Vec<u64>,
+    groups: RowGroups,
     /// Batch column of each of [`INT_COLUMNS`] (`None`: absent).
     cols: [Option<usize>; 12],
     op_col: usize,
@@ -200,12 +200,8 @@ impl FileTraceReader {
             *c = f.map(pos);
         }
         let op_col = pos(op_idx);
-        let mut group_starts = vec![0u64];
-        for g in md.row_groups() {
-            let last = *group_starts.last().expect("non-empty");
-            group_starts.push(last + g.num_rows().max(0) as u64);
-        }
-        let rows = *group_starts.last().expect("non-empty");
+        let groups = RowGroups::new(&label, &md);
+        let rows = groups.rows();
         let mask = ProjectionMask::roots(b.parquet_schema(), selected);
         let inner = b
             .with_projection(mask)
@@ -216,11 +212,10 @@ impl FileTraceReader {
                 why: one_line(e),
             })?;
         Ok(FileTraceReader {
-            label,
             meta,
             paths,
             rows,
-            group_starts,
+            groups,
             cols,
             op_col,
             inner,
@@ -247,24 +242,12 @@ impl FileTraceReader {
 
     /// (row group, row within it) of the global row `row`.
     pub fn locate(&self, row: u64) -> (usize, u64) {
-        let groups = self.group_starts.len() - 1;
-        let g = self
-            .group_starts
-            .partition_point(|&s| s <= row)
-            .saturating_sub(1)
-            .min(groups.saturating_sub(1));
-        (g, row - self.group_starts[g].min(row))
+        self.groups.locate(row)
     }
 
     /// A one-line error about global row `row` of this file.
     pub fn bad_row(&self, row: u64, what: String) -> TraceError {
-        let (group, row) = self.locate(row);
-        TraceError::BadRow {
-            path: self.label.clone(),
-            group,
-            row,
-            what,
-        }
+        self.groups.bad_row(row, what)
     }
 
     /// Clear `out` and fill it with the next batch of rows (at most [`FILE_BATCH_ROWS`]);
@@ -273,13 +256,7 @@ impl FileTraceReader {
         out.clear();
         let batch = match self.inner.next() {
             None => return Ok(false),
-            Some(Err(e)) => {
-                let (g, _) = self.locate(self.row);
-                return Err(TraceError::NotParquet {
-                    path: self.label.clone(),
-                    why: format!("row group {g}: {}", one_line(e)),
-                });
-            }
+            Some(Err(e)) => return Err(self.groups.decode_error(self.row, e)),
             Some(Ok(b)) => b,
         };
         out.resize(

@@ -11,6 +11,7 @@ pub mod gen;
 pub mod import;
 pub mod info;
 pub mod reader;
+mod rowgroups;
 pub mod run;
 pub mod shimlog;
 pub mod writer;

@@ -26,6 +26,7 @@ use pcstream_core::request::{Op, Request};
 
 use crate::error::{one_line, TraceError};
 use crate::format::{TraceMeta, COLUMNS, REQUIRED};
+use crate::rowgroups::RowGroups;
 
 /// Most rows per decoded batch, whatever the row-group size (bounds memory).
 pub const BATCH_ROWS: usize = 64 * 1024;
@@ -37,7 +38,7 @@ pub struct BlockTraceReader {
     meta: TraceMeta,
     rows: u64,
     /// First global row of each row group, plus the total at the end (for error positions).
-    group_starts: Vec<u64>,
+    groups: RowGroups,
     /// Batch column of each of [`COLUMNS`] (`None`: absent, reads as 0).
     cols: [Option<usize>; 10],
     inner: ParquetRecordBatchReader,
@@ -177,12 +178,8 @@ impl BlockTraceReader {
         for (c, f) in cols.iter_mut().zip(file_idx) {
             *c = f.map(|f| selected.binary_search(&f).expect("selected"));
         }
-        let mut group_starts = vec![0u64];
-        for g in md.row_groups() {
-            let last = *group_starts.last().expect("non-empty");
-            group_starts.push(last + g.num_rows().max(0) as u64);
-        }
-        let rows = *group_starts.last().expect("non-empty");
+        let groups = RowGroups::new(&label, &md);
+        let rows = groups.rows();
         let mask = ProjectionMask::roots(b.parquet_schema(), selected);
         let inner = b
             .with_projection(mask)
@@ -197,7 +194,7 @@ impl BlockTraceReader {
             label,
             meta,
             rows,
-            group_starts,
+            groups,
             cols,
             inner,
             row: 0,
@@ -211,7 +208,7 @@ impl BlockTraceReader {
         self.rows
     }
     pub fn num_row_groups(&self) -> usize {
-        self.group_starts.len() - 1
+        self.groups.count()
     }
     pub fn path(&self) -> &Path {
         &self.path
@@ -226,24 +223,8 @@ impl BlockTraceReader {
         }
     }
 
-    /// (row group, row within it) of the global row index `row`.
-    fn locate(&self, row: u64) -> (usize, u64) {
-        let g = self
-            .group_starts
-            .partition_point(|&s| s <= row)
-            .saturating_sub(1)
-            .min(self.num_row_groups().saturating_sub(1));
-        (g, row - self.group_starts[g].min(row))
-    }
-
     fn bad_row(&self, row: u64, what: String) -> TraceError {
-        let (group, row) = self.locate(row);
-        TraceError::BadRow {
-            path: self.label.clone(),
-            group,
-            row,
-            what,
-        }
+        self.groups.bad_row(row, what)
     }
 
     /// Clear `out` and fill it with the next batch of rows (at most [`BATCH_ROWS`]); `Ok(false)`
@@ -253,13 +234,7 @@ impl BlockTraceReader {
         out.clear();
         let batch = match self.inner.next() {
             None => return Ok(false),
-            Some(Err(e)) => {
-                let (g, _) = self.locate(self.row);
-                return Err(TraceError::NotParquet {
-                    path: self.label.clone(),
-                    why: format!("row group {g}: {}", one_line(e)),
-                });
-            }
+            Some(Err(e)) => return Err(self.groups.decode_error(self.row, e)),
             Some(Ok(b)) => b,
         };
         out.resize(batch.num_rows(), Request::default());
