@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pcstream import api
+from pcstream.cli.map import map_trace, parse_size
 from pcstream.errors import CliError
 from pcstream.workloads import fileops, runner, tpcc_sqlite
 from pcstream.workloads.recipes import RECIPES, Recipe, deletes_files, files_matching
@@ -53,9 +55,11 @@ def test_varmail_keeps_its_file_set_bounded_and_deletes(tmp_path: Path) -> None:
     assert len(files) == 1000
 
 
-def recorded(tmp_path: Path, script: str, checks: tuple = ()) -> dict:
+def recorded(
+    tmp_path: Path, script: str, checks: tuple = (), map_to_blocks: runner.MapFn | None = None
+) -> dict:
     r = Recipe("t", "test recipe", (), script, checks)
-    return runner.run_recipe(r, tmp_path / "out")
+    return runner.run_recipe(r, tmp_path / "out", map_to_blocks=map_to_blocks)
 
 
 def test_a_recipe_is_recorded_and_its_trace_checked(tmp_path: Path) -> None:
@@ -67,6 +71,23 @@ def test_a_recipe_is_recorded_and_its_trace_checked(tmp_path: Path) -> None:
     assert f["write_signatures"] >= 1
     assert Path(res["file_trace"]).is_file()
     assert not (tmp_path / "out" / "t.work").exists(), "scratch directory removed"
+
+
+def test_a_recorded_recipe_is_mapped_to_a_block_trace(tmp_path: Path) -> None:
+    def to_blocks(file_trace: Path, block_trace: Path) -> dict:
+        return map_trace(str(file_trace), str(block_trace), parse_size("small"), "")
+
+    script = f"{PY} -m pcstream.workloads.fileops varmail --loops 600 --rate 1000 --dir mail"
+    res = recorded(tmp_path, script, map_to_blocks=to_blocks)
+    block = Path(res["block_trace"])
+    assert block == tmp_path / "out" / "t.parquet" and block.is_file()
+    m = res["map"]
+    # 500 + 600 small files, fsync'ed: data and journal pages; 100 deleted and trimmed (discard).
+    assert m["data_pages"] >= 1100 and m["journal_pages"] > 0 and m["trim_pages"] > 0
+    assert m["capacity_pages"] == 61248
+    info = api.info(str(block))
+    assert info["writes"]["pages"] == m["data_pages"] + m["journal_pages"] + sum(m["metadata_pages"].values())
+    assert info["trims"]["pages"] == m["trim_pages"] and info["capacity_pages"] == 61248
 
 
 def test_a_failing_check_or_script_is_an_error(tmp_path: Path) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.table import Table
 
 from pcstream import record as rec
-from pcstream.cli._common import epilog, print_json, stderr, stdout
+from pcstream.cli._common import epilog, prepare_output, print_json, stderr, stdout
+from pcstream.cli.map import SIZE, SIZE_HELP, map_trace, parse_size
 from pcstream.errors import EXIT_OK
 from pcstream.workloads import runner
 from pcstream.workloads.recipes import RECIPES
@@ -41,10 +43,24 @@ def listing() -> Table:
               help="Where NAME.file.parquet (file level) and NAME.parquet (block level) go.")  # fmt: skip
 @click.option("--method", type=click.Choice(rec.METHODS), default="auto", show_default=True,
               help="Stack walk for the PC signatures (see 'pcstream record').")  # fmt: skip
+@click.option("--capacity", type=SIZE, default=None, metavar="SIZE",
+              help=f"File-system size for the map to blocks: {SIZE_HELP}  [default: the logical "
+              "size of the SSD preset the recipe is sized for]")  # fmt: skip
+@click.option("--mount-opts", default=None, metavar="OPTS",
+              help="ext4 model mount options (see 'pcstream map')  [default: the recipe's]")  # fmt: skip
+@click.option("--no-map", is_flag=True, help="Record and check only; no block trace.")
 @click.option("--keep-work", is_flag=True, help="Keep the scratch directory DIR/NAME.work.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def command(
-    name: str | None, do_record: bool, output_dir: str, method: str, keep_work: bool, as_json: bool
+    name: str | None,
+    do_record: bool,
+    output_dir: str,
+    method: str,
+    capacity: int | None,
+    mount_opts: str | None,
+    no_map: bool,
+    keep_work: bool,
+    as_json: bool,
 ) -> int:
     """Run a real program (a recipe of the workload suite) under 'pcstream record' in a scratch
     directory with bounded size and time, check that its trace holds what it must (e.g. WAL,
@@ -66,10 +82,20 @@ def command(
         out.print("script (run in the scratch directory):")
         out.print(r.script.strip(), markup=False, highlight=False)
         out.print("checks: " + ", ".join(c.__name__ for c in r.checks))
+        out.print(f"mapped for the '{r.ssd}' SSD preset, mount options: {r.mount_opts or 'defaults'}")
         out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")
         return EXIT_OK
+    pages = capacity if capacity is not None else parse_size(r.ssd)
+    opts = r.mount_opts if mount_opts is None else mount_opts
+
+    def to_blocks(file_trace: Path, block_trace: Path) -> dict[str, Any]:
+        prepare_output(str(block_trace))
+        return map_trace(str(file_trace), str(block_trace), pages, opts, label=f"map {r.name}")
+
     stderr().print(f"pcstream workload: recording {r.name} (about {r.seconds} s)...")
-    result = runner.run_recipe(r, Path(output_dir), method=method, keep_work=keep_work, map_to_blocks=None)
+    result = runner.run_recipe(
+        r, Path(output_dir), method=method, keep_work=keep_work, map_to_blocks=None if no_map else to_blocks
+    )
     if as_json:
         print_json(result)
     else:
@@ -79,4 +105,11 @@ def command(
             f"{f['write_signatures']} writing signatures, {result['files_written']} files written, "
             f"{f['unlinks']} deleted; checks passed -> {result['file_trace']}"
         )
+        if "map" in result:
+            m = result["map"]
+            stderr().print(
+                f"pcstream workload: {r.name}: mapped to {m['data_pages']:,} data, "
+                f"{m['journal_pages']:,} journal and {m['trim_pages']:,} trimmed pages on a "
+                f"{pages:,}-page file system -> {result['block_trace']}"
+            )
     return EXIT_OK

@@ -31,6 +31,10 @@ class Recipe:
     seconds: int = 60
     # Run first in the scratch directory, not recorded (unpacking sources, configuring).
     setup: str = ""
+    # The SSD preset the data are sized for: the file-system model gets its logical capacity.
+    ssd: str = "small"
+    # Mount options of the file-system model (ext4 defaults plus discard when empty).
+    mount_opts: str = ""
 
 
 # ------------------------------------------------------------------------------ checks

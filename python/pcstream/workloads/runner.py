@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,15 +90,19 @@ def trace_facts(trace: Path) -> dict[str, Any]:
     }
 
 
+MapFn = Callable[[Path, Path], dict[str, Any]]
+
+
 def run_recipe(
     r: Recipe,
     out_dir: Path,
     method: str = "auto",
     keep_work: bool = False,
-    map_to_blocks: Any = None,
+    map_to_blocks: MapFn | None = None,
 ) -> dict[str, Any]:
     """Record recipe ``r`` into ``out_dir/NAME.file.parquet``; check it; map it with
-    ``map_to_blocks(file_trace, block_trace)`` when given. Returns the summary."""
+    ``map_to_blocks(file_trace, block_trace)`` into ``out_dir/NAME.parquet`` when given.
+    Returns the summary."""
     installed = ensure_packages(r)
     out_dir.mkdir(parents=True, exist_ok=True)
     work = out_dir / f"{r.name}.work"
