@@ -136,6 +136,8 @@ pub struct FileTraceSummary {
     pub warnings: Vec<String>,
     pub lost_processes: Vec<u32>,
     pub torn_bytes: u64,
+    /// Write records folded into others (see [`crate::coalesce`]): `records` is what was written.
+    pub coalesced_writes: u64,
 }
 
 /// Rows handed to the Parquet encoder at a time.
@@ -343,8 +345,10 @@ pub fn write_file_trace(
         pcs: serde_json::Value::Object(pcs),
         ..Default::default()
     };
+    let (rows, folded) = crate::coalesce::coalesce(rows);
     write_rows(out, &rows, &meta, &paths)?;
-    summary.records = n as u64;
+    summary.records = rows.len() as u64;
+    summary.coalesced_writes = folded;
     summary.processes = logs.processes.len();
     summary.signatures = meta.pcs.as_object().map_or(0, |m| m.len());
     summary.paths = paths.len();

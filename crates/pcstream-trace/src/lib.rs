@@ -2,6 +2,7 @@
 //! summaries, seeded synthetic workload generators, and the driver that streams a trace file
 //! through the simulator.
 
+pub mod coalesce;
 pub mod error;
 pub mod filetrace;
 pub mod filetrace_reader;
