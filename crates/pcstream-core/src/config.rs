@@ -126,12 +126,13 @@ pub struct SsdConfig {
 }
 
 /// Names of the built-in presets.
-pub const PRESETS: &[&str] = &["paper", "small"];
+pub const PRESETS: &[&str] = &["paper", "medium", "small"];
 
 /// TOML text of a built-in preset.
 pub fn preset_toml(name: &str) -> Option<&'static str> {
     match name {
         "paper" => Some(include_str!("../presets/paper.toml")),
+        "medium" => Some(include_str!("../presets/medium.toml")),
         "small" => Some(include_str!("../presets/small.toml")),
         _ => None,
     }

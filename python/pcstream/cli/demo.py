@@ -1,4 +1,5 @@
-"""``pcstream demo``: generate a few workloads, compare every policy on them, write the report."""
+"""``pcstream demo``: compare every policy on the bundled suite of real-program traces (or on a
+few generated workloads) and write the report."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ from pcstream.cli._common import epilog, stdout
 from pcstream.cli._common import prepare_output as _prepare_output
 from pcstream.report import RunInfo, write_report
 from pcstream.runner import default_jobs
+from pcstream.workloads.recipes import SUITE_SSD
 
+# The generated workloads' SSD.
 SSD = "small"
+# --quick on the bundled suite: this many traces (the smallest).
+QUICK_TRACES = 4
 PREFILL = 0.9
 SEED = 1
 
@@ -41,7 +46,15 @@ def generate(out_dir: str, capacity_pages: int, writes: int) -> list[str]:
     return paths
 
 
-@click.command("demo", short_help="the main job: generate workloads, compare all policies", epilog=epilog())
+def bundled(quick: bool) -> list[str]:
+    """The bundled suite's traces (the QUICK_TRACES smallest with ``quick``); empty if missing."""
+    found = sorted(compare.SUITE_DIR.glob("*.parquet")) if compare.SUITE_DIR.is_dir() else []
+    if quick:
+        found = sorted(sorted(found, key=lambda p: (p.stat().st_size, p.name))[:QUICK_TRACES])
+    return [str(p) for p in found]
+
+
+@click.command("demo", short_help="the main job: compare all policies on the bundled suite", epilog=epilog())
 @click.option(
     "--out",
     "out_dir",
@@ -50,7 +63,16 @@ def generate(out_dir: str, capacity_pages: int, writes: int) -> list[str]:
     metavar="DIR",
     help="Directory for the traces, the results and the HTML report (DIR/index.html).",
 )
-@click.option("--quick", is_flag=True, help="Write 1x instead of 3x the logical capacity (for a smoke test).")
+@click.option(
+    "--generated",
+    is_flag=True,
+    help="Use five generated workloads instead of the bundled suite (also when the suite is missing).",
+)
+@click.option(
+    "--quick",
+    is_flag=True,
+    help=f"A smoke test: the {QUICK_TRACES} smallest bundled traces (generated: 1x, not 3x the capacity).",
+)
 @click.option(
     "--timing/--no-timing",
     default=True,
@@ -65,23 +87,43 @@ def generate(out_dir: str, capacity_pages: int, writes: int) -> list[str]:
     help="Simulations at once  [default: number of cores].",
 )
 @click.pass_context
-def command(ctx: click.Context, out_dir: str, quick: bool, timing: bool, jobs: int | None) -> None:
-    """A short tour: generate five workloads (uniform, zipf 0.99, hot/cold 10/90, sequential,
-    rocksdb-like mix) sized for the 'small' SSD preset, age the SSD to 90 % full (--prefill 0.9),
-    compare every placement policy on them, and write the HTML report DIR/index.html (figures in
-    DIR/figures) with the results: one JSON object per run in DIR/results.jsonl, one row per run in
-    DIR/results.parquet.
+def command(
+    ctx: click.Context, out_dir: str, generated: bool, quick: bool, timing: bool, jobs: int | None
+) -> None:
+    """The main job: compare every placement policy on the bundled suite (block traces of real
+    programs in traces/ of the source tree: RocksDB, SQLite, PostgreSQL, GCC, mixed, fio, mail
+    and file servers; see traces/manifest.json) on the 'medium' SSD preset aged to 90 % full
+    (--prefill 0.9), and write the HTML report DIR/index.html (figures in DIR/figures, the PC
+    streams with their call paths) with the results: one JSON object per run in
+    DIR/results.jsonl, one row per run in DIR/results.parquet.
+
+    With --generated (or without the bundled suite): five generated workloads (uniform, zipf
+    0.99, hot/cold 10/90, sequential, rocksdb-like mix) on the 'small' preset instead.
     """
     started = time.monotonic()
-    summary: dict[str, Any] = api.ssd_summary(SSD)
-    capacity = int(summary["logical_pages"])
-    writes = capacity * (1 if quick else 3)
-    click.echo(
-        f"generating {len(WORKLOADS)} workloads of {writes:,} page writes each for the '{SSD}' SSD "
-        f"({capacity:,} logical pages of 4 KiB) into {out_dir}/traces",
-        err=True,
-    )
-    traces = generate(out_dir, capacity, writes)
+    traces = [] if generated else bundled(quick)
+    if traces:
+        ssd = SUITE_SSD
+        title = f"demo · bundled suite · ssd {ssd} · prefill {PREFILL}"
+        click.echo(
+            f"the bundled suite: {len(traces)} traces of real programs in {compare.SUITE_DIR}", err=True
+        )
+    else:
+        if not generated:
+            click.echo(
+                f"the bundled suite is missing ({compare.SUITE_DIR}): using generated workloads", err=True
+            )
+        ssd = SSD
+        summary: dict[str, Any] = api.ssd_summary(ssd)
+        capacity = int(summary["logical_pages"])
+        writes = capacity * (1 if quick else 3)
+        click.echo(
+            f"generating {len(WORKLOADS)} workloads of {writes:,} page writes each for the '{ssd}' SSD "
+            f"({capacity:,} logical pages of 4 KiB) into {out_dir}/traces",
+            err=True,
+        )
+        traces = generate(out_dir, capacity, writes)
+        title = f"demo · ssd {ssd} · prefill {PREFILL} · {writes:,} writes"
 
     policies = api.policy_names()
     n_jobs = jobs or default_jobs()
@@ -90,7 +132,7 @@ def command(ctx: click.Context, out_dir: str, quick: bool, timing: bool, jobs: i
         compare.make_jobs(
             traces,
             policies,
-            ssd=SSD,
+            ssd=ssd,
             prefill=PREFILL,
             warmup=0,
             seed=SEED,
@@ -101,23 +143,21 @@ def command(ctx: click.Context, out_dir: str, quick: bool, timing: bool, jobs: i
     )
     info = RunInfo(
         policies=policies,
-        ssds=[SSD],
+        ssds=[ssd],
         prefill=PREFILL,
         warmup=0,
         seed=SEED,
         timing=timing,
         executor=compare.executor_name(n_jobs, None),
-        command=compare.command_line(traces, "all", [SSD], PREFILL, 0, SEED, timing),
+        command=compare.command_line(traces, "all", [ssd], PREFILL, 0, SEED, timing),
     )
     index = write_report(outcomes, out_dir, info)
     results_path = os.path.join(out_dir, "results.jsonl")
 
     console = stdout()
-    console.print(
-        compare.table(outcomes, timing, title=f"demo · ssd {SSD} · prefill {PREFILL} · {writes:,} writes")
-    )
+    console.print(compare.table(outcomes, timing, title=title))
     click.echo(f"report:  {index}")
     click.echo(f"results: {results_path} (one JSON object per trace × policy), results.parquet beside it")
-    click.echo(f"traces:  {os.path.join(out_dir, 'traces')}")
+    click.echo(f"traces:  {os.path.dirname(traces[0])}")
     click.echo(f"time:    {time.monotonic() - started:.1f} s")
     ctx.exit(compare.report_failures(outcomes))

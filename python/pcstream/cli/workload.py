@@ -11,9 +11,9 @@ from rich.table import Table
 from pcstream import record as rec
 from pcstream.cli._common import epilog, prepare_output, print_json, stderr, stdout
 from pcstream.cli.map import SIZE, SIZE_HELP, map_trace, parse_size
-from pcstream.errors import EXIT_OK
-from pcstream.workloads import runner
-from pcstream.workloads.recipes import RECIPES
+from pcstream.errors import EXIT_FAILURE, EXIT_OK
+from pcstream.workloads import bundle, runner
+from pcstream.workloads.recipes import RECIPES, SUITE_SSD, Recipe
 
 EXTRA = """\b
 Examples:
@@ -24,6 +24,42 @@ Examples:
                                           map to a block trace (traces/rocksdb-ur.parquet)"""
 
 
+def mapper(r: Recipe, capacity: int | None, mount_opts: str | None) -> runner.MapFn:
+    """Map ``r``'s file trace for the SSD it is sized for, unless a capacity or options are given."""
+    pages = capacity if capacity is not None else parse_size(r.ssd)
+    opts = r.mount_opts if mount_opts is None else mount_opts
+
+    def to_blocks(file_trace: Path, block_trace: Path) -> dict[str, Any]:
+        prepare_output(str(block_trace))
+        return map_trace(str(file_trace), str(block_trace), pages, opts, label=f"map {r.name}")
+
+    return to_blocks
+
+
+def suite(
+    do_record: bool, out_dir: Path, method: str, capacity: int | None, mount_opts: str | None, as_json: bool
+) -> int:
+    if not do_record:
+        out = stdout()
+        out.print(f"[bold]suite[/bold]: {', '.join(bundle.SUITE)} (about "
+                  f"{sum(RECIPES[n].seconds for n in bundle.SUITE) // 60} min on 2 cores), mapped for "
+                  f"the '{SUITE_SSD}' SSD preset")  # fmt: skip
+        out.print(f"run it: pcstream workload suite --record -o {out_dir}")
+        return EXIT_OK
+    manifest = bundle.record_suite(
+        out_dir, method=method, map_to_blocks=lambda r: mapper(r, capacity, mount_opts), say=stderr().print
+    )
+    if as_json:
+        print_json(manifest)
+    failed = manifest["failed"]
+    stderr().print(
+        f"pcstream workload suite: {len(manifest['traces'])} traces, "
+        f"{manifest['total_bytes'] / 1e6:.1f} MB in {out_dir} (manifest: {out_dir / bundle.MANIFEST})"
+        + (f"; FAILED: {', '.join(failed)}" if failed else "")
+    )
+    return EXIT_FAILURE if failed else EXIT_OK
+
+
 def listing() -> Table:
     t = Table(title="workload recipes", title_justify="left")
     t.add_column("name", no_wrap=True)
@@ -32,6 +68,7 @@ def listing() -> Table:
     t.add_column("missing packages")
     for r in RECIPES.values():
         t.add_row(r.name, r.summary, str(r.seconds), " ".join(runner.missing_packages(r)) or "-")
+    t.add_row("suite", f"the bundled suite: {len(bundle.SUITE)} of the above", "", "")
     return t
 
 
@@ -66,10 +103,13 @@ def command(
     directory with bounded size and time, check that its trace holds what it must (e.g. WAL,
     flush and compaction writers for RocksDB; deleted object files for GCC) and map it to a
     block-level trace. Missing Debian packages are installed with apt-get when run as root.
-    Without NAME: list the recipes."""
+    Without NAME: list the recipes. NAME 'suite': the bundled suite (every recipe it holds,
+    block traces and DIR/manifest.json with the command and versions that made each)."""
     if name is None:
         stdout().print(listing())
         return EXIT_OK
+    if name == "suite":
+        return suite(do_record, Path(output_dir), method, capacity, mount_opts, as_json)
     r = runner.recipe(name)
     if not do_record:
         out = stdout()
@@ -86,11 +126,7 @@ def command(
         out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")
         return EXIT_OK
     pages = capacity if capacity is not None else parse_size(r.ssd)
-    opts = r.mount_opts if mount_opts is None else mount_opts
-
-    def to_blocks(file_trace: Path, block_trace: Path) -> dict[str, Any]:
-        prepare_output(str(block_trace))
-        return map_trace(str(file_trace), str(block_trace), pages, opts, label=f"map {r.name}")
+    to_blocks = mapper(r, capacity, mount_opts)
 
     stderr().print(f"pcstream workload: recording {r.name} (about {r.seconds} s)...")
     result = runner.run_recipe(

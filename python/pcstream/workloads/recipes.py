@@ -18,6 +18,9 @@ from typing import Any
 
 Check = Callable[[dict[str, Any]], str | None]
 
+# The SSD preset the suite's recipes are sized for (and the bundled traces mapped for).
+SUITE_SSD = "medium"
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -32,7 +35,7 @@ class Recipe:
     # Run first in the scratch directory, not recorded (unpacking sources, configuring).
     setup: str = ""
     # The SSD preset the data are sized for: the file-system model gets its logical capacity.
-    ssd: str = "small"
+    ssd: str = SUITE_SSD
     # Mount options of the file-system model (ext4 defaults plus discard when empty).
     mount_opts: str = ""
 
@@ -81,14 +84,15 @@ def writes_bytes(n: int) -> Check:
 
 PY = shlex.quote(sys.executable)
 
-# db_bench sized for the `small` SSD (61,248 logical pages = 239 MiB): 150 k keys of 16 + 400 B
-# ≈ 60 MiB of live data (peaks of obsolete SSTs and the WAL stay below the file system's size);
-# 8 MiB memtables and SSTs, so flushes and compactions are frequent; the
-# write-rate limit bounds the trace (field-notes §1.1).
+# db_bench sized for the suite's `medium` SSD (367,491 logical pages = 1.4 GiB): 2 M keys of
+# 16 + 400 B ≈ 830 MB of live data, so with discard the SSD holds mostly the database and GC must
+# separate its writers' lifetimes (WAL, flushes, compactions per level); 8 MiB memtables and 4 MiB
+# SSTs, so flushes and compactions are frequent; the write-rate limit bounds the trace
+# (field-notes §1.1). --duration bounds each benchmark.
 DB_BENCH = (
-    "db_bench --db=./rdb --num=150000 --value_size=400 --key_size=16 --compression_type=none "
-    "--write_buffer_size=8388608 --target_file_size_base=8388608 "
-    "--max_bytes_for_level_base=33554432 --benchmark_write_rate_limit=6000000 --seed=1 "
+    "db_bench --db=./rdb --num=2000000 --value_size=400 --key_size=16 --compression_type=none "
+    "--write_buffer_size=8388608 --target_file_size_base=4194304 "
+    "--max_bytes_for_level_base=33554432 --benchmark_write_rate_limit=20000000 --seed=1 "
     "--progress_reports=false --histogram=false --statistics=false --stats_interval_seconds=0"
 )
 
@@ -123,6 +127,35 @@ KERNEL_PKGS: tuple[tuple[str, str], ...] = (
 ROCKSDB_PKGS: tuple[tuple[str, str], ...] = (("rocksdb-tools", "db_bench"),)
 
 
+# PostgreSQL refuses to run as root: initdb (not recorded) and the server run as user postgres.
+# The recorded script opens the shim's log directory to that user, starts the server under
+# the shim (the environment passed explicitly: runuser keeps it, su would not), loads the
+# pgbench tables and runs the TPC-B-like mix with 4 clients; the server stops at the end.
+PG_BIN = "PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
+PG_AS = 'runuser -u postgres -- env LD_PRELOAD="${LD_PRELOAD:-}" PCSHIM_DIR="${PCSHIM_DIR:-}" ' + (
+    'PCSHIM_METHOD="${PCSHIM_METHOD:-}" PCSHIM_FRAMES="${PCSHIM_FRAMES:-}"'
+)
+PGBENCH_SETUP = f"""
+{PG_BIN}
+mkdir pg && chown postgres pg
+runuser -u postgres -- "$PGBIN/initdb" -D pg/data -A trust -U postgres >/dev/null
+"""
+PGBENCH = f"""
+{PG_BIN}
+[ -n "${{PCSHIM_DIR:-}}" ] && chmod 1777 "$PCSHIM_DIR"
+{PG_AS} "$PGBIN/pg_ctl" -D pg/data -w -l pg/log \
+  -o "-p 5499 -k $PWD/pg -c listen_addresses= -c max_wal_size=256MB -c checkpoint_timeout=30s" start
+trap '{PG_AS} "$PGBIN/pg_ctl" -D pg/data -m fast -w stop' EXIT
+export PGHOST=$PWD/pg PGPORT=5499 PGUSER=postgres
+{PG_AS} "$PGBIN/pgbench" -h "$PGHOST" -p 5499 -U postgres -i -s SCALE -q postgres
+{PG_AS} "$PGBIN/pgbench" -h "$PGHOST" -p 5499 -U postgres -c 4 -j 2 -T SECONDS -R 1500 postgres
+"""
+
+
+def pgbench(scale: int, seconds: int) -> str:
+    return PGBENCH.replace("SCALE", str(scale)).replace("SECONDS", str(seconds))
+
+
 def gcc(rounds: int) -> str:
     return GCC.replace("ROUNDS", str(rounds))
 
@@ -130,8 +163,8 @@ def gcc(rounds: int) -> str:
 def fio(dist: str) -> str:
     spec = "" if dist == "uniform" else f"--random_distribution={dist}"
     return (
-        "fio --name=w --filename=./fio.dat --size=160M --rw=randwrite --bs=4k --ioengine=psync "
-        f"{spec} --time_based --runtime=40 --fsync=256 --rate=8m --output=/dev/null"
+        "fio --name=w --filename=./fio.dat --size=400M --rw=randwrite --bs=4k --ioengine=psync "
+        f"{spec} --time_based --runtime=40 --fsync=256 --rate=10m --output=/dev/null"
     )
 
 
@@ -142,26 +175,26 @@ RECIPES: dict[str, Recipe] = {
             "rocksdb-ur",
             "RocksDB db_bench UR: fillrandom, then overwrite (random updates) on the same keys",
             ROCKSDB_PKGS,
-            f"{DB_BENCH} --benchmarks=fillrandom,overwrite --duration=45",
+            f"{DB_BENCH} --benchmarks=fillrandom,overwrite --duration=60",
             (at_least_signatures(3), files_matching(".sst", 5), files_matching(".log")),
-            seconds=100,
+            seconds=130,
         ),
         Recipe(
             "rocksdb-ar",
             "RocksDB db_bench AR: fillseq, then appendrandom-style sequential fills (append-heavy)",
             ROCKSDB_PKGS,
-            f"{DB_BENCH} --benchmarks=fillseq --duration=40 && "
-            f"{DB_BENCH} --benchmarks=fillseq --use_existing_db=1 --duration=40",
+            f"{DB_BENCH} --benchmarks=fillseq --duration=50 && "
+            f"{DB_BENCH} --benchmarks=fillseq --use_existing_db=1 --duration=50",
             (at_least_signatures(3), files_matching(".sst", 5)),
-            seconds=90,
+            seconds=110,
         ),
         Recipe(
             "rocksdb-fr",
             "RocksDB db_bench FR: fillrandom",
             ROCKSDB_PKGS,
-            f"{DB_BENCH} --benchmarks=fillrandom --duration=60",
+            f"{DB_BENCH} --benchmarks=fillrandom --duration=90",
             (at_least_signatures(3), files_matching(".sst", 5)),
-            seconds=70,
+            seconds=100,
         ),
         Recipe(
             "sqlite-tpcc",
@@ -181,6 +214,15 @@ RECIPES: dict[str, Recipe] = {
             seconds=90,
         ),
         Recipe(
+            "pgbench",
+            "PostgreSQL pgbench (TPC-B-like) at scale 20: load, then 4 clients at 1500 tps for 60 s",
+            (("postgresql", "/usr/lib/postgresql/*/bin/pg_ctl"),),
+            pgbench(20, 60),
+            (at_least_signatures(3), files_matching("pg_wal/"), files_matching("base/")),
+            setup=PGBENCH_SETUP,
+            seconds=100,
+        ),
+        Recipe(
             "gcc",
             "GCC: build fs/ext4 and fs/jbd2 of the Linux sources, then rebuild 4 times with 1/3 touched",
             KERNEL_PKGS,
@@ -193,7 +235,7 @@ RECIPES: dict[str, Recipe] = {
             "mixed1",
             "Mixed 1: RocksDB (fillrandom + overwrite) and the GCC rebuild loop at the same time",
             ROCKSDB_PKGS + KERNEL_PKGS,
-            f"( {DB_BENCH} --benchmarks=fillrandom,overwrite --duration=45 ) & ( {gcc(4)} ) & wait",
+            f"( {DB_BENCH} --benchmarks=fillrandom,overwrite --duration=60 ) & ( {gcc(4)} ) & wait",
             (at_least_signatures(5), files_matching(".sst", 5), files_matching(".o", 10)),
             setup=GCC_SETUP,
             seconds=180,
@@ -211,7 +253,7 @@ RECIPES: dict[str, Recipe] = {
         *[
             Recipe(
                 f"fio-{label}",
-                f"fio random 4 KiB writes over a 160 MiB file, {label} distribution (FEMU hot/cold study)",
+                f"fio random 4 KiB writes over a 400 MiB file, {label} distribution (FEMU hot/cold study)",
                 (("fio", "fio"),),
                 fio(dist),
                 (writes_bytes(50 << 20),),
