@@ -134,3 +134,12 @@ validate-fs: install rocksdb-tools ## Model vs real ext4 (root): synthetic workl
 	$(BIN)/pcstream validate --run --ssd small -o $(VALIDATE_DIR)/synthetic -- \
 	  $(abspath $(BIN))/python $(abspath tools/fs_workload.py) --total 1536M --live 120M --db 64M --rate 64M
 	$(BIN)/pcstream validate --run --ssd small -o $(VALIDATE_DIR)/rocksdb -- db_bench $(DB_BENCH_VALIDATE)
+
+.PHONY: suite results
+suite: install ## Record the bundled suite (root: installs the programs): traces/*.parquet + manifest, then results
+	$(BIN)/pcstream workload suite --record -o traces
+	$(MAKE) results
+
+results: install ## Compare all policies on the bundled suite; docs/RESULTS.md, the HTML report in results/
+	$(BIN)/pcstream compare --report results
+	$(BIN)/python -m pcstream.suite_results results/results.jsonl --traces traces --ssd medium -o docs/RESULTS.md

@@ -31,6 +31,7 @@ from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_OK, EXIT_USAGE, CliEr
 from pcstream.report import RunInfo, require, write_report, write_results
 from pcstream.report.data import BASELINE
 from pcstream.runner import Job, Outcome, default_jobs, run_jobs, run_jobs_ray
+from pcstream.workloads.recipes import SUITE_SSD
 
 # compare ages the SSD by default (simulate does not): steady-state GC is what placement changes.
 DEFAULT_PREFILL = 0.9
@@ -276,7 +277,8 @@ def command(
     ray_address: str | None,
 ) -> None:
     """Simulate every TRACE (block traces, Parquet) on every SSD config under every selected
-    policy and compare them. Without TRACE: the bundled suite (traces/*.parquet of the source tree).
+    policy and compare them. Without TRACE: the bundled suite (traces/*.parquet of the source tree,
+    recorded from real programs; see traces/manifest.json) on its SSD, the 'medium' preset.
 
     Runs are independent and printed in a fixed order (traces, then SSD configs, then policies),
     one JSON object per line with --json. A failing run is reported once on stderr and the others
@@ -288,6 +290,9 @@ def command(
         )
     if not traces:
         traces = tuple(bundled_suite(ctx))
+        # The bundled traces are sized for the suite's SSD: its preset unless --ssd says otherwise.
+        if ctx.get_parameter_source("ssds") is click.core.ParameterSource.DEFAULT:
+            ssds = (SUITE_SSD,)
     if results_dir is not None:
         require("--results", ["pyarrow"])
         _prepare_dir(results_dir)

@@ -3,7 +3,7 @@
 A recipe names what it needs (Debian packages, checked by the binaries they provide), a shell
 script run as one recorded command in the scratch directory (so every process it starts is
 recorded, and one trace holds concurrent programs), the trace checks its output must pass, and
-the logical capacity its data are sized for (the `small` SSD preset unless it says otherwise).
+the logical capacity its data are sized for (the suite's `medium` SSD preset unless it says otherwise).
 Scripts keep their size and time bounded (rate limits, key counts, durations) so every recipe
 finishes in about 3 minutes or less on 2 cores.
 """
