@@ -223,6 +223,11 @@ def test_without_traces_runs_the_bundled_suite(
     run = invoke("compare", "--policies", "baseline", "--ssd", SSD, "--no-timing", "--json")
     assert run.status == 0, run.stderr
     assert [Path(r["trace"]).name for r in run.json_lines()] == ["a.parquet", "b.parquet"]
+    # Without --ssd the bundled traces run on the SSD they were made for.
+    run = invoke("compare", suite / "a.parquet", "--policies", "baseline", "--no-timing", "--json")
+    assert [r["ssd"] for r in run.json_lines()] == ["paper"], "given traces: the default preset"
+    run = invoke("compare", "--policies", "baseline", "--no-timing", "--json")
+    assert [r["ssd"] for r in run.json_lines()] == ["medium", "medium"]
 
 
 def test_ray_without_address_must_not_swallow_a_trace(traces: dict[str, Path]) -> None:

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 from pcstream import api
+from pcstream.cli import demo
 from support import README_PATH, run_module
 
 
@@ -36,13 +37,28 @@ def test_readme_states_the_small_capacity() -> None:
     assert f"--capacity-pages {logical} " in README_PATH.read_text()
 
 
-def test_demo_quick(tmp_path: Path) -> None:
+def test_demo_quick_on_the_bundled_suite(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     run = run_module("demo", "--quick", "--out", out, "--jobs", "2")
     assert run.status == 0, run.stderr
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     policies = api.policy_names()
-    assert len(results) == 5 * len(policies)
+    bundled = demo.bundled(quick=True)
+    assert len(bundled) == demo.QUICK_TRACES, "the bundled suite is part of the source tree"
+    assert len(results) == len(bundled) * len(policies)
     assert [r["policy"] for r in results[: len(policies)]] == policies
+    assert {r["trace"] for r in results} == set(bundled)
+    assert {r["ssd"] for r in results} == {"medium"}
     assert all(r["waf"] >= 1.0 for r in results)
     assert str(out / "results.jsonl") in " ".join(run.stdout.split())
+    assert (out / "index.html").is_file()
+
+
+def test_demo_generated_quick(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    run = run_module("demo", "--generated", "--quick", "--out", out, "--jobs", "2", "--no-timing")
+    assert run.status == 0, run.stderr
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 5 * len(api.policy_names())
+    assert {r["ssd"] for r in results} == {"small"}
+    assert all(r["waf"] >= 1.0 for r in results)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import sqlite3
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 from pcstream import api
 from pcstream.cli.map import map_trace, parse_size
 from pcstream.errors import CliError
-from pcstream.workloads import fileops, runner, tpcc_sqlite
+from pcstream.workloads import bundle, fileops, runner, tpcc_sqlite
 from pcstream.workloads.recipes import RECIPES, Recipe, deletes_files, files_matching
 from support import assert_user_error, run_module
 
@@ -121,3 +123,42 @@ def test_recipes_are_bounded(name: str) -> None:
     r = dataclasses.asdict(RECIPES[name])
     assert r["seconds"] <= 180
     assert "--duration" in r["script"] or "--runtime" in r["script"] or "seq 1" in r["script"]
+
+
+def test_the_suite_keeps_going_after_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = Recipe(
+        "good",
+        "varmail",
+        (),
+        f"{PY} -m pcstream.workloads.fileops varmail --loops 600 --rate 1000 --dir mail",
+        (deletes_files(100),),
+    )
+    missing = Recipe("missing", "a program that is not installed", (), "no-such-program-xyz --flag")
+    monkeypatch.setattr(bundle, "RECIPES", {"missing": missing, "good": good})
+
+    def to_blocks(r: Recipe) -> runner.MapFn:
+        return lambda f, b: map_trace(str(f), str(b), parse_size("small"), "")
+
+    said: list[str] = []
+    out = tmp_path / "traces"
+    m = bundle.record_suite(out, names=("missing", "good"), map_to_blocks=to_blocks, say=said.append)
+    assert list(m["traces"]) == ["good"]
+    assert "status 127" in m["failed"]["missing"] and "no-such-program-xyz" in m["failed"]["missing"]
+    assert any("missing: FAILED" in s for s in said)
+    e = m["traces"]["good"]
+    block = out / "good.parquet"
+    assert e["trace"] == "good.parquet" and e["bytes"] == block.stat().st_size
+    assert e["sha256"] == hashlib.sha256(block.read_bytes()).hexdigest()
+    assert e["map"]["capacity_pages"] == 61248 and e["record"]["writes"] > 1000
+    assert "fileops varmail" in e["script"] and m["environment"]["pcstream"] == api.version()
+    assert json.loads((out / bundle.MANIFEST).read_text()) == m
+    # Only the block trace stays, and the log of the failure.
+    assert sorted(p.name for p in out.iterdir()) == ["good.parquet", "manifest.json", "missing.log"]
+    assert m["total_bytes"] == block.stat().st_size
+
+
+def test_the_suite_is_listed() -> None:
+    shown = run_module("workload", "suite")
+    assert shown.status == 0
+    text = " ".join(shown.stdout.split())
+    assert all(name in text for name in bundle.SUITE) and "medium" in text
