@@ -135,7 +135,10 @@ validate-fs: install rocksdb-tools ## Model vs real ext4 (root): synthetic workl
 	  $(abspath $(BIN))/python $(abspath tools/fs_workload.py) --total 1536M --live 120M --db 64M --rate 64M
 	$(BIN)/pcstream validate --run --ssd small -o $(VALIDATE_DIR)/rocksdb -- db_bench $(DB_BENCH_VALIDATE)
 
-.PHONY: suite results
+.PHONY: suite results bench-compare
+bench-compare: install ## Wall time of compare on the bundled suite, all policies (median of 3; target < 2 min)
+	$(BIN)/python tools/bench_compare.py
+
 suite: install ## Record the bundled suite (root: installs the programs): traces/*.parquet + manifest, then results
 	$(BIN)/pcstream workload suite --record -o traces
 	$(MAKE) results
