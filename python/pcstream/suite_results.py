@@ -24,7 +24,11 @@ from pcstream import api
 
 ROCKS = ("rocksdb",)
 MIXED = ("mixed",)
+# Databases with in-place updates: not in the papers' RocksDB claims, reported alongside.
+DBS = ("pgbench", "sqlite")
 GCC = ("gcc", "mixed")
+# WAFs closer than this (relative) are the same: GC noise, not a finding.
+TIE = 0.001
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -68,12 +72,16 @@ def table(rows: list[dict[str, Any]]) -> tuple[str, dict[str, dict[str, dict[str
             norm = f" ({waf / base['waf']:.2f})" if base else ""
             iops = r.get("iops")
             inorm = f", IOPS ×{iops / base['iops']:.2f}" if base and iops and base.get("iops") else ""
-            cells.append(f"{waf:.2f}{norm}{inorm}")
+            cells.append(f"{waf:.3f}{norm}{inorm}")
         lines.append(f"| {w} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n", by
 
 
-def verdict(ok: bool, claim: str, why: str) -> str:
+def verdict(ours: float, theirs: float, claim: str, why: str) -> str:
+    """Whether ``ours`` (lower is better) beats ``theirs``; a tie is reported as one, with ``why``."""
+    if abs(ours - theirs) <= TIE * theirs:
+        return f"* no difference: {claim} — {why}"
+    ok = ours < theirs
     return f"* {'holds' if ok else '**does not hold**'}: {claim}" + ("" if ok else f" — {why}")
 
 
@@ -101,7 +109,7 @@ def findings(by: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     out = []
     for w in sorted(by):
         r = by[w]
-        if not any(k in w for k in ROCKS + MIXED) or "pcstream" not in r:
+        if not any(k in w for k in ROCKS + MIXED + DBS) or "pcstream" not in r:
             continue
         pc = r["pcstream"]["waf"]
         base = r["baseline"]["waf"] if "baseline" in r else pc
@@ -109,13 +117,14 @@ def findings(by: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
             if rival in r:
                 b = r[rival]["waf"]
                 claim = f"{w}: pcstream WAF {pc:.3f} < {rival} {b:.3f}"
-                out.append(verdict(pc < b, claim, why_not(rival, base)))
+                out.append(verdict(pc, b, claim, why_not(rival, base)))
         if "pcstream-star" in r:
             s = r["pcstream-star"]["waf"]
             out.append(
                 verdict(
-                    pc <= s,
-                    f"{w}: internal substreams help (pcstream {pc:.3f} ≤ pcstream-star {s:.3f})",
+                    pc,
+                    s,
+                    f"{w}: internal substreams help (pcstream {pc:.3f} < pcstream-star {s:.3f})",
                     why_not("pcstream-star", base),
                 )
             )
@@ -130,15 +139,35 @@ def persistent_table(traces: list[Path], ssd: str) -> list[str]:
             table = os.path.join(d, "pcs.json")
             cold = api.simulate(str(t), "pcstream", ssd=ssd, prefill=0.9, table=table, timing=False)
             warm = api.simulate(str(t), "pcstream", ssd=ssd, prefill=0.9, table=table, timing=False)
-        ok = warm["waf"] < cold["waf"]
         out.append(
             verdict(
-                ok,
+                warm["waf"],
+                cold["waf"],
                 f"{workload(str(t))}: a persistent PC-stream table lowers WAF "
                 f"({cold['waf']:.3f} without, {warm['waf']:.3f} with the table of a previous run)",
-                "the first run learns its PCs early enough that a saved table changes little",
+                f"GC had little to do (WAF {cold['waf']:.3f} without the table): object files die "
+                "whole and are trimmed, so there is little for a better first guess to save"
+                if cold["waf"] < LITTLE_GC
+                else "the first run learns its PCs early enough that a saved table changes little",
             )
         )
+    return out
+
+
+def gc_bound(by: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """For each workload where GC matters (baseline WAF ≥ LITTLE_GC): the policies by WAF."""
+    out = []
+    for w in sorted(by):
+        r = by[w]
+        if "baseline" not in r or r["baseline"]["waf"] < LITTLE_GC:
+            continue
+        base = r["baseline"]["waf"]
+        ranked = sorted((v["waf"], p) for p, v in r.items() if p != "oracle")
+        rank = next((i for i, (_, p) in enumerate(ranked, 1) if p == "pcstream"), None)
+        best = ", ".join(f"`{p}` {waf:.3f}" for waf, p in ranked[:3])
+        oracle = f"; `oracle` {r['oracle']['waf']:.3f}" if "oracle" in r else ""
+        pc = f"; `pcstream` ranks {rank} of {len(ranked)}" if rank else ""
+        out.append(f"* {w} (baseline WAF {base:.3f}): best {best}{oracle}{pc}")
     return out
 
 
@@ -156,6 +185,14 @@ def render(rows: list[dict[str, Any]], traces_dir: Path | None, ssd: str, source
         "`baseline` when timing was on.",
         "",
         tab,
+        f"## Workloads where GC matters (baseline WAF ≥ {LITTLE_GC})",
+        "",
+        "On the others every policy is within a few percent of WAF 1: at this scale (minutes of "
+        "each program on a 1.4 GiB SSD) files that die are trimmed whole (`discard`) and most "
+        "lines hold one file's write burst, so garbage collection finds nearly empty victims.",
+        "",
+        *(gc_bound(by) or ["* none"]),
+        "",
         "## Where the papers' findings hold",
         "",
     ]

@@ -30,10 +30,11 @@ def test_table_and_findings(tmp_path: Path) -> None:
     text = out.read_text()
     # Baseline first; each cell WAF (ratio), IOPS relative to baseline.
     assert "| workload | `baseline` | `autostream-sfr` | `pcstream` | `pcstream-star` |" in text
-    cells = "| 1.50 (1.00), IOPS ×1.00 | 1.10 (0.73), IOPS ×1.00 | 1.20 (0.80), IOPS ×1.25 |"
+    cells = "| 1.500 (1.00), IOPS ×1.00 | 1.100 (0.73), IOPS ×1.00 | 1.200 (0.80), IOPS ×1.25 |"
     assert f"| rocksdb-ur {cells}" in text
     assert "* holds: rocksdb-ur: pcstream WAF 1.200 < baseline 1.500" in text
     assert "* holds: rocksdb-ur: internal substreams help" in text
+    assert "* rocksdb-ur (baseline WAF 1.500): best `autostream-sfr` 1.100, `pcstream` 1.200" in text
     rival = "rocksdb-ur: pcstream WAF 1.200 < autostream-sfr 1.100 — the workload's LBA"
     assert f"**does not hold**: {rival}" in text
     # Little GC: the reason says so, with the baseline's WAF.
