@@ -56,9 +56,10 @@ def bench(
 ) -> str:
     """Engine throughput benchmark; returns JSON (page_ops_per_s, host_pages_per_s, peak_rss_bytes, ...)."""
 
-def record_convert(logdir: str, out: str, source: str) -> str:
+def record_convert(logdir: str, out: str, source: str, coalesce: bool = False) -> str:
     """Convert the shim logs in ``logdir`` into the file-level trace ``out``; JSON summary
-    (records, writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes)."""
+    (records, writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
+    coalesced_writes). ``coalesce``: fold runs of small contiguous writes."""
 
 def import_trace(
     format: str,

@@ -88,11 +88,13 @@ def run_under_shim(
     return 128 - rc if rc < 0 else rc
 
 
-def convert(logdir: Path, out: Path, source: str) -> dict[str, Any]:
-    """Convert the shim logs in ``logdir`` into the file-level trace ``out``; the engine's summary."""
+def convert(logdir: Path, out: Path, source: str, coalesce: bool = False) -> dict[str, Any]:
+    """Convert the shim logs in ``logdir`` into the file-level trace ``out``; the engine's summary.
+    ``coalesce``: fold runs of small contiguous writes (one row per stretch of pages with the same
+    last-writing PC; see docs/RECORD.md)."""
     from pcstream import _engine
 
-    return json.loads(_engine.record_convert(str(logdir), str(out), source))
+    return json.loads(_engine.record_convert(str(logdir), str(out), source, coalesce))
 
 
 KEY_PCS = "pcstream.pcs"
@@ -230,6 +232,7 @@ def record(
     frames: int = 12,
     keep_logs: Path | None = None,
     symbols: bool = True,
+    coalesce: bool = False,
 ) -> tuple[int, dict[str, Any]]:
     """Run ``cmd`` under the shim and write the trace ``out``: (command's exit status, summary)."""
     if method not in METHODS:
@@ -246,7 +249,7 @@ def record(
         logdir = Path(tempfile.mkdtemp(prefix="pcstream-record-"))
     try:
         status = run_under_shim(cmd, logdir, method, frames, shim)
-        summary = convert(logdir, out, "pcstream record " + " ".join(cmd))
+        summary = convert(logdir, out, "pcstream record " + " ".join(cmd), coalesce)
         if symbols and summary.get("signatures"):
             _symbolize_or_warn(out, summary)
     finally:

@@ -179,6 +179,16 @@ def test_stdio_recorded_at_the_call(progs: dict[str, Path], tmp_path: Path) -> N
     assert (tmp_path / "f.txt").read_text() == "n=42\nline\nc0123456789"
 
 
+def test_coalesce_folds_a_run_into_one_row_per_page(progs: dict[str, Path], tmp_path: Path) -> None:
+    plain = record(tmp_path, [str(progs["stdio"])])
+    folded = record(tmp_path, [str(progs["stdio"])], "--coalesce")
+    assert folded.status == 0 and folded.ops() == ["open", "write", "close", "exit"]
+    (w,) = [x for x in folded.rows if x["op"] == "write"]
+    last = [x for x in plain.rows if x["op"] == "write"][-1]
+    # Four writes in one page: one row, all the bytes, the page's last writer's PC.
+    assert (w["offset"], w["len"], w["flags"], w["pc"]) == (0, 21, 1, last["pc"])
+
+
 def _sites(r: Recorded) -> list[int]:
     return [x["pc"] for x in r.rows if x["op"] == "write"]
 

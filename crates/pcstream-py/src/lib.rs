@@ -318,14 +318,23 @@ fn bench_engine(
 }
 
 /// Convert the shim logs in `logdir` into the file-level trace `out`; returns a JSON summary
-/// (records, writes, processes, signatures, paths, warnings, lost_processes, torn_bytes).
+/// (records, writes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
+/// coalesced_writes). `coalesce`: fold runs of small contiguous writes.
 #[pyfunction]
-fn record_convert(py: Python<'_>, logdir: &str, out: &str, source: &str) -> PyResult<String> {
+#[pyo3(signature = (logdir, out, source, coalesce = false))]
+fn record_convert(
+    py: Python<'_>,
+    logdir: &str,
+    out: &str,
+    source: &str,
+    coalesce: bool,
+) -> PyResult<String> {
     py.allow_threads(|| {
         let logs = pcstream_trace::shimlog::read_dir(Path::new(logdir))
             .map_err(|e| InputError::new_err(e.to_string()))?;
-        let s = pcstream_trace::filetrace::write_file_trace(&logs, Path::new(out), source)
-            .map_err(trace_err)?;
+        let s =
+            pcstream_trace::filetrace::write_file_trace(&logs, Path::new(out), source, coalesce)
+                .map_err(trace_err)?;
         Ok(serde_json::to_string(&s).expect("a summary serialises"))
     })
 }

@@ -265,11 +265,13 @@ pub fn write_events(
     write_rows(out, events, &meta, paths)
 }
 
-/// Sort `logs` by time and write them to `out` (atomically: a temporary file renamed at the end).
+/// Sort `logs` by time and write them to `out` (atomically: a temporary file renamed at the end);
+/// with `coalesce`, runs of small contiguous writes are folded first (see [`crate::coalesce`]).
 pub fn write_file_trace(
     logs: &ShimLogs,
     out: &Path,
     source: &str,
+    coalesce: bool,
 ) -> Result<FileTraceSummary, TraceError> {
     let mut order: Vec<usize> = (0..logs.records.len()).collect();
     order.sort_by_key(|&i| {
@@ -345,7 +347,11 @@ pub fn write_file_trace(
         pcs: serde_json::Value::Object(pcs),
         ..Default::default()
     };
-    let (rows, folded) = crate::coalesce::coalesce(rows);
+    let (rows, folded) = if coalesce {
+        crate::coalesce::coalesce(rows)
+    } else {
+        (rows, 0)
+    };
     write_rows(out, &rows, &meta, &paths)?;
     summary.records = rows.len() as u64;
     summary.coalesced_writes = folded;
@@ -395,7 +401,7 @@ mod tests {
         logs.processes = vec![1, 2];
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("t.parquet");
-        let s = write_file_trace(&logs, &out, "test").unwrap();
+        let s = write_file_trace(&logs, &out, "test", false).unwrap();
         assert_eq!((s.records, s.writes, s.signatures, s.paths), (3, 1, 1, 2));
         let r = SerializedFileReader::new(File::open(&out).unwrap()).unwrap();
         let kv = r.metadata().file_metadata().key_value_metadata().unwrap();
@@ -430,6 +436,7 @@ mod tests {
             &ShimLogs::default(),
             Path::new("/nonexistent/dir/t.parquet"),
             "",
+            true,
         )
         .unwrap_err()
         .to_string();

@@ -67,6 +67,13 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
     help="Name the frames of the PC table (addr2line) after the run.",
 )
 @click.option(
+    "--coalesce",
+    is_flag=True,
+    help="Fold runs of small contiguous writes of one thread to one file (<= 50 ms, 4 MiB) into one "
+    "row per stretch of pages with the same last-writing PC: for stdio-heavy programs (compilers, "
+    "shells); what 'pcstream map' sees is the same, the per-write PCs inside a page are not kept.",
+)
+@click.option(
     "--block",
     is_flag=True,
     help="Also capture the real block I/O of CMD on a fresh ext4 loop device (root only).",
@@ -90,6 +97,7 @@ def command(
     frames: int,
     keep_logs: str | None,
     symbols: bool,
+    coalesce: bool,
     block: bool,
     capacity: int | None,
     mount_opts: str | None,
@@ -117,7 +125,13 @@ def command(
         raise click.UsageError("--capacity and --mount-opts need --block")
     out = Path(output or "trace.parquet")
     status, summary = rec.record(
-        list(cmd), out, method, frames, Path(keep_logs) if keep_logs else None, symbols=symbols
+        list(cmd),
+        out,
+        method,
+        frames,
+        Path(keep_logs) if keep_logs else None,
+        symbols=symbols,
+        coalesce=coalesce,
     )
     click.echo(rec.summary_line(out, summary), err=True)
     return status

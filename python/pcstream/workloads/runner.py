@@ -120,7 +120,8 @@ def run_recipe(
     script = f"set -e\ncd {work.resolve()}\nexec >{log} 2>&1\n{r.script}\n"
     t0 = time.monotonic()
     try:
-        status, summary = rec.record(["bash", "-c", script], file_trace, method=method)
+        # Stdio-heavy programs (cc1, shells) write a few bytes at a time: fold those runs.
+        status, summary = rec.record(["bash", "-c", script], file_trace, method=method, coalesce=True)
     finally:
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
