@@ -26,7 +26,7 @@ use parquet::arrow::ProjectionMask;
 use crate::error::{one_line, TraceError};
 use crate::filetrace::{FileEvent, FileOp, KEY_PATHS};
 use crate::format::TraceMeta;
-use crate::reader::open_input;
+use crate::reader::{is_integer, open_input};
 use crate::rowgroups::RowGroups;
 
 /// Most rows per decoded batch (bounds memory whatever the row-group size).
@@ -53,20 +53,6 @@ pub struct FileTraceReader {
     row: u64,
     /// Unknown op name → rows.
     unknown: BTreeMap<String, u64>,
-}
-
-fn is_integer(dt: &DataType) -> bool {
-    matches!(
-        dt,
-        DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::UInt64
-            | DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-    )
 }
 
 fn is_string(dt: &DataType) -> bool {

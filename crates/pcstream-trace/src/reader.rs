@@ -77,7 +77,7 @@ fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, Tr
 }
 
 /// Integer Arrow types the reader converts (value by value, checked) to the column's width.
-fn is_integer(dt: &DataType) -> bool {
+pub(crate) fn is_integer(dt: &DataType) -> bool {
     matches!(
         dt,
         DataType::UInt8

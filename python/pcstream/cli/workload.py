@@ -125,7 +125,6 @@ def command(
         out.print(f"mapped for the '{r.ssd}' SSD preset, mount options: {r.mount_opts or 'defaults'}")
         out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")
         return EXIT_OK
-    pages = capacity if capacity is not None else parse_size(r.ssd)
     to_blocks = mapper(r, capacity, mount_opts)
 
     stderr().print(f"pcstream workload: recording {r.name} (about {r.seconds} s)...")
@@ -146,6 +145,6 @@ def command(
             stderr().print(
                 f"pcstream workload: {r.name}: mapped to {m['data_pages']:,} data, "
                 f"{m['journal_pages']:,} journal and {m['trim_pages']:,} trimmed pages on a "
-                f"{pages:,}-page file system -> {result['block_trace']}"
+                f"{m['capacity_pages']:,}-page file system -> {result['block_trace']}"
             )
     return EXIT_OK
