@@ -59,52 +59,37 @@ impl Run {
             out.push(self.writes[0]);
             return;
         }
-        // Pages in order: (first byte, end byte, PC of the last write in the page, first write).
-        let mut pages: Vec<(u64, u64, u64, usize)> = Vec::new();
+        // One record per page (tagged with its first write), then stretches of pages with the
+        // same last writer merged; a page's record ends where its last write in the run ends.
+        let first = out.len();
         for &(idx, w) in &self.writes {
             let mut at = w.offset;
             let end = w.offset + w.len;
             while at < end {
-                let page_end = (at / PAGE + 1) * PAGE;
-                let seg_end = end.min(page_end);
-                match pages.last_mut() {
-                    Some(p) if (p.1 - 1) / PAGE == at / PAGE => {
-                        p.1 = seg_end;
-                        p.2 = w.pc;
+                let seg_end = end.min((at / PAGE + 1) * PAGE);
+                match out[first..].last_mut() {
+                    Some((_, p)) if (p.offset + p.len - 1) / PAGE == at / PAGE => {
+                        p.len = seg_end - p.offset;
+                        p.pc = w.pc;
                     }
-                    _ => pages.push((at, seg_end, w.pc, idx)),
+                    _ => out.push((
+                        idx,
+                        FileEvent {
+                            offset: at,
+                            len: seg_end - at,
+                            ..w
+                        },
+                    )),
                 }
                 at = seg_end;
             }
         }
-        let template = *self.first();
-        let ts_of: HashMap<usize, u64> = self.writes.iter().map(|(i, w)| (*i, w.ts_ns)).collect();
-        let mut cur: Option<(u64, u64, u64, usize)> = None;
-        let mut emit = |c: (u64, u64, u64, usize)| {
-            out.push((
-                c.3,
-                FileEvent {
-                    ts_ns: ts_of[&c.3],
-                    offset: c.0,
-                    len: c.1 - c.0,
-                    pc: c.2,
-                    ..template
-                },
-            ));
-        };
-        for p in pages {
-            match cur.as_mut() {
-                Some(c) if c.2 == p.2 => c.1 = p.1,
-                _ => {
-                    if let Some(c) = cur.take() {
-                        emit(c);
-                    }
-                    cur = Some(p);
-                }
+        let pages = out.split_off(first);
+        for (idx, p) in pages {
+            match out[first..].last_mut() {
+                Some((_, c)) if c.pc == p.pc => c.len = p.offset + p.len - c.offset,
+                _ => out.push((idx, p)),
             }
-        }
-        if let Some(c) = cur {
-            emit(c);
         }
     }
 }
