@@ -72,13 +72,14 @@ test-python: install browser ## Python: ruff lint and format check, pytest
 	$(BIN)/ruff format --check python tests
 	$(BIN)/pytest -q tests/python
 
-bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench, every policy's cost per write
+bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench, every policy's cost per write, compare on the suite
 	$(CARGO) bench -p pcstream-trace --bench engine
 	$(CARGO) bench -p pcstream-trace --bench map
 	$(CARGO) bench -p pcstream-trace --bench import
 	$(BIN)/pcstream bench --no-timing
 	$(BIN)/pcstream bench --timing
 	$(CARGO) run --release -p pcstream-core --example policy_cost
+	$(BIN)/python tools/bench_compare.py
 
 policy-table: ## Regenerate the WAF-per-policy table of docs/POLICIES.md from the gen workloads
 	$(CARGO) run --release -p pcstream-trace --example policy_table -- --update docs/POLICIES.md
