@@ -49,7 +49,8 @@ def info(trace: str) -> str:
     """JSON summary of a block trace."""
 
 def gen(kind: str, out: str, params: dict[str, str]) -> str:
-    """Write a synthetic block trace to ``out``; returns a JSON summary (rows, pages, path)."""
+    """Write a synthetic block trace to ``out``; returns a JSON summary (path, kind, seed, rows,
+    writes / trims / reads ``{requests, pages}``, capacity_pages, files)."""
 
 def bench(
     ssd: str = "paper", policy: str = "baseline", pages: int = 0, timing: bool = False, seed: int = 1

@@ -1,8 +1,9 @@
-"""Typed Python view of the engine.
+"""Typed Python view of the engine: the one module that calls :mod:`pcstream._engine`.
 
-Each function calls :mod:`pcstream._engine` and decodes its JSON answer into plain dicts, so the
+Each function calls the engine and decodes its JSON answer into plain dicts, so the library, the
 CLI, the tests and notebooks share one entry point. The engine is imported on first use: a source
-tree without a built engine still answers ``--help``.
+tree without a built engine still answers ``--help``. The JSON fields are those of
+docs/FORMATS.md.
 
 Units everywhere: a page is 4 KiB; logical time is the number of host pages written; latencies are
 microseconds; ``prefill`` is a share of the SSD's logical pages; ``warmup`` is in host pages.
@@ -10,15 +11,28 @@ microseconds; ``prefill`` is a share of the SSD's logical pages; ``warmup`` is i
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from types import ModuleType
-from typing import Any
+from typing import Any, Optional
 
 Json = dict[str, Any]
+# ``progress(done, total)``: called by a long engine call as it goes (rows, bytes or events).
 Progress = Callable[[int, int], None]
+# ``bar(description, unit)``: a context giving the Progress of one engine call, or None; the CLI
+# passes its progress bar, so a library function making several calls shows one bar per call.
+ProgressBar = Callable[[str, str], AbstractContextManager[Optional[Progress]]]
 
-# The fields every simulate result carries (design.md, "CLI"); tests check them.
+
+@contextlib.contextmanager
+def no_progress_bar(_description: str, _unit: str) -> Iterator[Progress | None]:
+    """The ProgressBar that shows nothing."""
+    yield None
+
+
+# The fields every simulate result carries (docs/FORMATS.md, "Result JSON"); tests check them.
 RESULT_FIELDS: tuple[str, ...] = (
     "trace",
     "policy",
@@ -51,7 +65,9 @@ VOLATILE_FIELDS: frozenset[str] = frozenset({"wall_s", "host_pages_per_s", "page
 
 
 def engine() -> ModuleType:
-    """The compiled engine module (raises ImportError naming ``pcstream._engine`` if not built)."""
+    """The compiled engine module (raises ImportError naming ``pcstream._engine`` if not built).
+
+    For this module's functions only: everything else calls them."""
     from pcstream import _engine
 
     return _engine
@@ -129,23 +145,14 @@ def info(trace: str) -> Json:
 
 
 def gen(kind: str, out: str, params: dict[str, str]) -> Json:
-    """Write a synthetic block trace; returns {rows, pages, path, ...}."""
+    """Write a synthetic block trace; returns {path, kind, seed, rows, writes, trims, reads,
+    capacity_pages, files}, where writes, trims and reads are {requests, pages}."""
     return _decode(engine().gen(kind, out, params))
 
 
-def written_pages(gen_summary: Json) -> int | None:
-    """Pages written by a generated trace, whichever way the summary spells it.
-
-    The contract names it ``pages``; engines have also answered ``write_pages`` or ``writes.pages``.
-    """
-    for value in (
-        gen_summary.get("pages"),
-        gen_summary.get("write_pages"),
-        (gen_summary.get("writes") or {}).get("pages"),
-    ):
-        if isinstance(value, int):
-            return value
-    return None
+def written_pages(gen_summary: Json) -> int:
+    """Pages written by a generated trace: ``writes.pages`` of the summary :func:`gen` returns."""
+    return int(gen_summary["writes"]["pages"])
 
 
 def bench(
@@ -153,6 +160,68 @@ def bench(
 ) -> Json:
     """Engine throughput on a synthetic workload (page_ops_per_s, peak_rss_bytes, ...)."""
     return _decode(engine().bench(ssd=ssd, policy=policy, pages=pages, timing=timing, seed=seed))
+
+
+def record_convert(logdir: str, out: str, source: str, coalesce: bool = False) -> Json:
+    """Convert the shim logs in ``logdir`` into the file-level trace ``out``; returns {records,
+    writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
+    coalesced_writes}. ``coalesce``: fold runs of small contiguous writes (docs/RECORD.md)."""
+    return _decode(engine().record_convert(logdir, out, source, coalesce))
+
+
+def import_trace(
+    format: str,
+    input: str,
+    out: str,
+    *,
+    capacity_pages: int | None = None,
+    device: str | None = None,
+    skip_bad: int = 0,
+    meta_map: Sequence[tuple[int, int, int]] | None = None,
+    progress: Progress | None = None,
+) -> Json:
+    """Import a field block trace (blkparse, msr, alibaba, tencent, fio, mqsim) into block-trace
+    Parquet; returns {lines, rows, writes, reads, trims, flushes, write_pages, read_pages,
+    trim_pages, filtered_out, capacity_pages, skipped, skipped_count}.
+
+    ``meta_map``: sorted, disjoint ``(first page, pages, meta class)`` ranges that set the ``meta``
+    column by address. ``progress(bytes_read, file_bytes)``. No output is left on any error.
+    """
+    return _decode(
+        engine().import_trace(
+            format,
+            input,
+            out,
+            capacity_pages=capacity_pages,
+            device=device,
+            skip_bad=skip_bad,
+            meta_map=list(meta_map) if meta_map is not None else None,
+            progress=progress,
+        )
+    )
+
+
+def map_trace(
+    file_trace: str,
+    out: str,
+    capacity_pages: int,
+    *,
+    mount_opts: str = "",
+    device: int | None = None,
+    progress: Progress | None = None,
+) -> Json:
+    """Map a file-level trace through the ext4 model into the block trace ``out``; returns the
+    MapSummary {events, requests, data_pages, journal_pages, metadata_pages {inode, directory,
+    bitmap, other}, trim_pages, flushes, absorbed_pages, files, commits, checkpoints,
+    peak_dirty_pages, capacity_pages, free_pages, unknown_ops, warnings}.
+
+    ``device``: model only the files with this ``st_dev``. ``progress(events_done, events_total)``.
+    """
+    return _decode(
+        engine().map_trace(
+            file_trace, out, capacity_pages, mount_opts=mount_opts, device=device, progress=progress
+        )
+    )
 
 
 def _decode(text: str) -> Json:

@@ -62,6 +62,19 @@ def require_file(path: str, what: str = "file") -> str:
     return path
 
 
+def prepare_output(path: str) -> str:
+    """Create the parent directory of an output file; an input error if ``path`` is a directory
+    or the parent cannot be made."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory; give a file name for the output", EXIT_INPUT)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"{parent}: cannot create the output directory ({exc.strerror})", EXIT_INPUT) from None
+    return path
+
+
 def engine_status(exc: BaseException) -> int | None:
     """Exit status of an engine exception, or None if ``exc`` is not one."""
     engine = sys.modules.get("pcstream._engine")

@@ -18,8 +18,10 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream import blocktrace
-from pcstream.blocktrace import Layout, parse_debugfs_stats, parse_dumpe2fs, tracefs_to_blkparse
+from pcstream import tracemeta
+from pcstream.record import blockcapture, tracefs
+from pcstream.record.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
+from pcstream.record.tracefs import tracefs_to_blkparse
 from support import ROOT, assert_user_error, invoke
 
 WORKLOAD = ROOT / "tools" / "fs_workload.py"
@@ -122,14 +124,14 @@ def test_meta_map_trims_overlaps_and_merges() -> None:
 
 
 def test_outputs_naming(tmp_path: Path) -> None:
-    d = blocktrace.Outputs.at(tmp_path / "run")
+    d = blockcapture.Outputs.at(tmp_path / "run")
     assert (d.block.name, d.files.name, d.layout.name, d.text.name) == (
         "block.parquet", "files.parquet", "layout.json", "block.blkparse"
     )  # fmt: skip
-    f = blocktrace.Outputs.at(tmp_path / "x.parquet")
+    f = blockcapture.Outputs.at(tmp_path / "x.parquet")
     assert (f.block.name, f.files.name, f.layout.name) == ("x.parquet", "x.files.parquet", "x.layout.json")
     f.layout.write_text("{}")
-    assert blocktrace.Outputs.layout_for(f.block) == f.layout
+    assert blockcapture.Outputs.layout_for(f.block) == f.layout
 
 
 def test_not_root_is_one_line_and_status_77(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -155,10 +157,10 @@ def _can_capture() -> str | None:
         return "the record shim is not built"
     if not Path("/dev/loop-control").exists() or shutil.which("losetup") is None:
         return "no loop devices"
-    if any(shutil.which(t) is None for t in blocktrace.TOOLS):
+    if any(shutil.which(t) is None for t in blockcapture.TOOLS):
         return "e2fsprogs / util-linux tools missing"
     try:
-        blocktrace.tracefs_root()
+        tracefs.tracefs_root()
     except Exception as exc:  # noqa: BLE001 - any reason means: skip
         return f"no tracefs ({exc})"
     probe = subprocess.run(["losetup", "-f"], capture_output=True, text=True, check=False)
@@ -175,7 +177,7 @@ def _state() -> dict[str, Any]:
     """Loop devices over our images, our mounts and tracing instances (to prove cleanup)."""
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
     mounts = Path("/proc/mounts").read_text()
-    inst = blocktrace.TRACEFS / "instances"
+    inst = tracefs.TRACEFS / "instances"
     return {
         "loops": sorted(line for line in loops.splitlines() if "pcstream-block-" in line),
         "mounts": sorted(line for line in mounts.splitlines() if "pcstream-mnt-" in line),
@@ -225,8 +227,7 @@ def test_validate_run_end_to_end(tmp_path: Path) -> None:
     table = pq.read_table(out / "block.parquet").to_pylist()
     written = {row["meta"] for row in table if row["op"] == 0}
     assert {0, 1} <= written, written
-    meta = pq.read_metadata(out / "block.parquet").metadata
-    assert meta[b"pcstream.capacity_pages"] == b"61248"
+    assert tracemeta.footer(out / "block.parquet")[tracemeta.KEY_CAPACITY] == "61248"
     assert (out / "files.parquet").is_file() and (out / "model.parquet").is_file()
     assert (out / "block.blkparse").read_text().count(" D ") >= len(table) // 2
     # the targets the model is held to (docs/FSMODEL.md): bytes, metadata share, baseline WAF

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import api
-from pcstream.cli import compare
+from pcstream.compare import sweep
 from pcstream.report.results import SCHEMA
 from support import SSD, assert_user_error, invoke
 
@@ -191,6 +191,7 @@ def test_results_dir_holds_json_lines_and_a_parquet_table(traces: dict[str, Path
         ("hotcold", "hotcold", True),
         ("hotcold", "nosuchpolicy", False),
     ]
+    assert len(written) == len(rows)
     for row, line in zip(rows, written):
         if row["ok"]:
             assert row["waf"] == line["waf"] and row["erases"] == line["erases"]
@@ -209,7 +210,7 @@ def test_without_traces_runs_the_bundled_suite(
     monkeypatch: pytest.MonkeyPatch, traces: dict[str, Path], tmp_path: Path
 ) -> None:
     suite = tmp_path / "traces"
-    monkeypatch.setattr(compare, "SUITE_DIR", suite)
+    monkeypatch.setattr(sweep, "SUITE_DIR", suite)
     run = invoke("compare")
     line = assert_user_error(run, 2)
     assert "bundled" in line and str(suite) in line and "pcstream gen" in line
@@ -255,7 +256,7 @@ def test_report_without_matplotlib_fails_before_the_sweep(
     def no_runs(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the sweep ran although the report could not be written")
 
-    monkeypatch.setattr(compare, "run", no_runs)
+    monkeypatch.setattr(sweep, "run", no_runs)
     run = invoke("compare", traces["zipf"], "--ssd", SSD, "--report", tmp_path / "r")
     assert "pip install matplotlib" in assert_user_error(run, 2, "--report", "matplotlib")
 

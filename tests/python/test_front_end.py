@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -36,24 +37,34 @@ def test_progress_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
         update(0, 0)
         update(1_000_000, 3_000_000)
         update(3_000_000, 3_000_000)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", fake.getvalue())  # without the terminal's escapes
+    assert "simulate" in shown and "100%" in shown, shown
+    assert "3,000,000/3,000,000 rows" in shown, shown
 
 
 def test_progress_bar_is_silent_without_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
     with _common.progress_bar("simulate") as update:
         assert update is None
+    assert pipe.getvalue() == ""
 
 
 def test_simulate_feeds_the_progress_callback(
     monkeypatch: pytest.MonkeyPatch, traces: dict[str, Path]
 ) -> None:
+    """The engine reports every 2^20 rows and once at the end: the last call is (rows, rows)."""
     calls: list[tuple[int, int]] = []
+    trace = str(traces["uniform"])
     result = api.simulate(
-        str(traces["uniform"]), "baseline", ssd=SSD, timing=False, progress=lambda d, t: calls.append((d, t))
+        trace, "baseline", ssd=SSD, timing=False, progress=lambda d, t: calls.append((d, t))
     )
     assert result["host_pages"] > 0
-    for done, total in calls:
-        assert 0 <= done <= total
+    assert calls, "the progress callback was never called"
+    rows = api.info(trace)["rows"]
+    assert calls[-1] == (rows, rows)
+    assert all(0 <= done <= total == rows for done, total in calls)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
 
 
 def test_parse_params() -> None:

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream import api
-from pcstream.cli.map import parse_size
+from pcstream import api, tracemeta
+from pcstream.units import parse_size
 from support import ROOT, assert_user_error, invoke
 
 FIXTURES = ROOT / "crates" / "pcstream-trace" / "tests" / "fixtures" / "import"
@@ -126,13 +126,13 @@ O_CREAT_WRONLY = os.O_CREAT | os.O_WRONLY
 
 
 def file_trace(path: Path, events: list[dict[str, Any]], paths: dict[int, str]) -> Path:
-    """A file-level trace written with pyarrow (as design.md specifies it)."""
+    """A file-level trace written with pyarrow (as docs/FORMATS.md specifies it)."""
     cols: dict[str, list[Any]] = {f.name: [] for f in FILE_SCHEMA}
     for e in events:
         for name in cols:
             cols[name].append(e.get(name, 0))
     table = pa.table(cols, schema=FILE_SCHEMA).replace_schema_metadata(
-        {"pcstream.format": "1", "pcstream.paths": json.dumps({str(k): v for k, v in paths.items()})}
+        {tracemeta.KEY_FORMAT: "1", tracemeta.KEY_PATHS: json.dumps({str(k): v for k, v in paths.items()})}
     )
     pq.write_table(table, path)
     return path
@@ -183,9 +183,9 @@ def test_map_hand_made_trace(tmp_path: Path) -> None:
     late = [r for r in data if r["pc"] == 6]
     assert len(late) == 1 and late[0]["ts_ns"] == 35 * S  # dirtied at 0.3 s: first 5 s tick after 30.3 s
     assert {r["meta"] for r in table if r["op"] == 0} >= {0, 1}
-    meta = pq.read_metadata(out).metadata
-    assert meta[b"pcstream.capacity_pages"] == b"262144"
-    assert json.loads(meta[b"pcstream.files"]) == {"1": "/db/a.sst"}
+    meta = tracemeta.footer(out)
+    assert meta[tracemeta.KEY_CAPACITY] == "262144"
+    assert json.loads(meta[tracemeta.KEY_FILES]) == {"1": "/db/a.sst"}
 
     again = invoke("map", src, "-o", tmp_path / "c.parquet", "--capacity", "1GiB", "--device", "7", "--json")
     assert again.json() == s

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pcstream import api
 from pcstream.cli import demo
+from pcstream.compare import sweep
 from support import README_PATH, run_module
 
 
@@ -43,7 +44,7 @@ def test_demo_quick_on_the_bundled_suite(tmp_path: Path) -> None:
     assert run.status == 0, run.stderr
     results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     policies = api.policy_names()
-    bundled = demo.bundled(quick=True)
+    bundled = sweep.bundled_traces(demo.QUICK_TRACES)
     assert len(bundled) == demo.QUICK_TRACES, "the bundled suite is part of the source tree"
     assert len(results) == len(bundled) * len(policies)
     assert [r["policy"] for r in results[: len(policies)]] == policies

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from pcstream import tracemeta
 from support import ROOT
 
 SHIM_SRC = ROOT / "tests" / "shim"
@@ -66,10 +67,9 @@ class Recorded:
         if trace.exists():
             table = pq.read_table(trace)
             self.rows: list[dict[str, Any]] = table.to_pylist()
-            raw = pq.read_metadata(trace).metadata or {}
-            meta = {k.decode(): v.decode() for k, v in raw.items()}
-            self.paths = {int(k): v for k, v in json.loads(meta["pcstream.paths"]).items()}
-            self.pcs = json.loads(meta["pcstream.pcs"])
+            meta = tracemeta.footer(trace)
+            self.paths = tracemeta.paths(meta)
+            self.pcs = json.loads(meta[tracemeta.KEY_PCS])
             self.meta = meta
         else:
             self.rows, self.paths, self.pcs, self.meta = [], {}, {}, {}
@@ -235,7 +235,7 @@ def test_frames_are_symbolized(progs: dict[str, Path], tmp_path: Path) -> None:
     plain = record(tmp_path, [str(progs["callsites"])], "--no-symbols")
     assert all("symbol" not in f for frames in plain.pcs.values() for f in frames)
     assert "frames named" not in plain.stderr
-    assert len(r.rows) == 6 and r.meta["pcstream.paths"] and r.meta["pcstream.format"] == "1"
+    assert len(r.rows) == 6 and r.meta[tracemeta.KEY_PATHS] and r.meta[tracemeta.KEY_FORMAT] == "1"
 
 
 def test_mmap_msync_records_the_synced_ranges(progs: dict[str, Path], tmp_path: Path) -> None:

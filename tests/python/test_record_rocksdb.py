@@ -1,6 +1,6 @@
 """RocksDB acceptance of pcstream record: db_bench (Debian rocksdb-tools) recorded with every PC
 method; WAL, flush SST, compaction SST, MANIFEST and other writes are told apart by their PC
-signature (byte-weighted purity, pcstream.purity). Acceptance: >= 95 % under auto.
+signature (byte-weighted purity, pcstream.record.purity). Acceptance: >= 95 % under auto.
 
 The db_bench runs take ~15 s per method (~75 s in all). db_bench is installed with apt-get when it
 is missing and this runs as root; otherwise the tests skip (``make rocksdb-tools`` installs it).
@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream.purity import Purity, format_report, purity, rocksdb_classes, run_db_bench
+from pcstream import tracemeta
+from pcstream.record.purity import Purity, format_report, purity, rocksdb_classes, run_db_bench
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the shim is Linux-only")
 
@@ -100,7 +101,7 @@ def test_ground_truth_and_purity_arithmetic(tmp_path: Path) -> None:
             "path": pa.array([r[3] for r in rows], pa.uint32()),
         }
     ).replace_schema_metadata(
-        {"pcstream.paths": json.dumps({1: "/d/000003.log", 2: "/d/000007.sst", 3: "/d/000009.sst"})}
+        {tracemeta.KEY_PATHS: json.dumps({1: "/d/000003.log", 2: "/d/000007.sst", 3: "/d/000009.sst"})}
     )
     pq.write_table(table, tmp_path / "t.parquet")
     p = purity(tmp_path / "t.parquet", classify)

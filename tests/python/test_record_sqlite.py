@@ -14,7 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream.purity import purity
+from pcstream import tracemeta
+from pcstream.record.purity import purity
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the shim is Linux-only")
 
@@ -61,9 +62,9 @@ def test_sqlite_database_journal_and_wal(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout == "sqlite ok\n", proc.stderr
     assert "lost" not in proc.stderr
     rows = pq.read_table(trace).to_pylist()
-    meta = pq.read_metadata(trace).metadata
-    paths = {int(k): v for k, v in json.loads(meta[b"pcstream.paths"]).items()}
-    pcs = json.loads(meta[b"pcstream.pcs"])
+    meta = tracemeta.footer(trace)
+    paths = tracemeta.paths(meta)
+    pcs = json.loads(meta[tracemeta.KEY_PCS])
     ops = Counter((x["op"], kind(paths[x["path"]])) for x in rows if x["path"])
     written = Counter()
     for x in rows:

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream import api
+from pcstream import api, tracemeta
 from pcstream.report import data, figures
 from support import SSD, WRITES, invoke
 
@@ -155,9 +155,13 @@ def test_report_names_the_call_paths_of_the_pc_streams(
     frames, problem = data.read_pc_frames(str(mix_trace))
     assert problem is None and len(frames) == 4
     text = parse(out / "index.html").plain()
-    for line in lines:
-        if line.get("policy") not in ("pcstream", "pcstream-star") or Path(line["trace"]).stem != "mix":
-            continue
+    pc_lines = [
+        line
+        for line in lines
+        if line.get("policy") in ("pcstream", "pcstream-star") and Path(line["trace"]).stem == "mix"
+    ]
+    assert len(pc_lines) == 2, "both PC policies ran on the mix trace"
+    for line in pc_lines:
         table = json.loads(line["saved_table"])
         assert table["pcs"], "the policy learned no PC"
         for pc in table["pcs"]:
@@ -188,9 +192,9 @@ def test_frames_read_innermost_first_are_shown_outermost_first(tmp_path: Path) -
 
     trace = tmp_path / "t.parquet"
     table = pa.table({"lpn": pa.array([0], pa.uint64())})
-    pq.write_table(table.replace_schema_metadata({"pcstream.pcs": json.dumps({"7": frames})}), trace)
+    pq.write_table(table.replace_schema_metadata({tracemeta.KEY_PCS: json.dumps({"7": frames})}), trace)
     assert data.read_pc_frames(str(trace)) == ({"7": frames}, None)
-    pq.write_table(table.replace_schema_metadata({"pcstream.pcs": "{not json"}), trace)
+    pq.write_table(table.replace_schema_metadata({tracemeta.KEY_PCS: "{not json"}), trace)
     found, problem = data.read_pc_frames(str(trace))
     assert found == {} and problem is not None and "not JSON" in problem
     pq.write_table(table, trace)

@@ -46,8 +46,11 @@ def test_every_python_module_imports() -> None:
     import importlib
 
     package = ROOT / "python" / "pcstream"
-    for path in sorted(package.rglob("*.py")):
-        if path.name == "__main__.py":
-            continue
-        name = ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+    names = [
+        ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+        for path in sorted(package.rglob("*.py"))
+        if path.name != "__main__.py"
+    ]
+    assert {"pcstream", "pcstream.api", "pcstream.cli", "pcstream.cli.simulate"} <= set(names), names
+    for name in names:
         importlib.import_module(name)

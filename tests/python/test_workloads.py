@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from pcstream import api
-from pcstream.cli.map import map_trace, parse_size
 from pcstream.errors import CliError
-from pcstream.workloads import bundle, fileops, runner, tpcc_sqlite
+from pcstream.units import parse_size
+from pcstream.workloads import bundle, fileops, packages, recording, tpcc_sqlite
 from pcstream.workloads.recipes import RECIPES, Recipe, deletes_files, files_matching
 from support import assert_user_error, run_module
 
@@ -57,11 +57,11 @@ def test_varmail_keeps_its_file_set_bounded_and_deletes(tmp_path: Path) -> None:
     assert len(files) == 1000
 
 
-def recorded(
-    tmp_path: Path, script: str, checks: tuple = (), map_to_blocks: runner.MapFn | None = None
-) -> dict:
+def recorded(tmp_path: Path, script: str, checks: tuple = (), map_blocks: bool = False) -> dict:
     r = Recipe("t", "test recipe", (), script, checks)
-    return runner.run_recipe(r, tmp_path / "out", map_to_blocks=map_to_blocks)
+    return recording.run_recipe(
+        r, tmp_path / "out", map_blocks=map_blocks, capacity_pages=parse_size("small")
+    )
 
 
 def test_a_recipe_is_recorded_and_its_trace_checked(tmp_path: Path) -> None:
@@ -76,11 +76,8 @@ def test_a_recipe_is_recorded_and_its_trace_checked(tmp_path: Path) -> None:
 
 
 def test_a_recorded_recipe_is_mapped_to_a_block_trace(tmp_path: Path) -> None:
-    def to_blocks(file_trace: Path, block_trace: Path) -> dict:
-        return map_trace(str(file_trace), str(block_trace), parse_size("small"), "")
-
     script = f"{PY} -m pcstream.workloads.fileops varmail --loops 600 --rate 1000 --dir mail"
-    res = recorded(tmp_path, script, map_to_blocks=to_blocks)
+    res = recorded(tmp_path, script, map_blocks=True)
     block = Path(res["block_trace"])
     assert block == tmp_path / "out" / "t.parquet" and block.is_file()
     m = res["map"]
@@ -102,10 +99,10 @@ def test_a_failing_check_or_script_is_an_error(tmp_path: Path) -> None:
 
 def test_missing_packages_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     r = Recipe("t", "x", (("no-such-package", "no-such-binary-xyz"),), "true")
-    assert runner.missing_packages(r) == ["no-such-package"]
-    monkeypatch.setattr(runner.os, "geteuid", lambda: 1000)
+    assert packages.missing_packages(r) == ["no-such-package"]
+    monkeypatch.setattr(packages.os, "geteuid", lambda: 1000)
     with pytest.raises(CliError, match="needs the Debian packages no-such-package"):
-        runner.ensure_packages(r)
+        packages.ensure_packages(r)
 
 
 def test_every_recipe_is_listed_and_shown() -> None:
@@ -136,12 +133,11 @@ def test_the_suite_keeps_going_after_a_failure(tmp_path: Path, monkeypatch: pyte
     missing = Recipe("missing", "a program that is not installed", (), "no-such-program-xyz --flag")
     monkeypatch.setattr(bundle, "RECIPES", {"missing": missing, "good": good})
 
-    def to_blocks(r: Recipe) -> runner.MapFn:
-        return lambda f, b: map_trace(str(f), str(b), parse_size("small"), "")
-
     said: list[str] = []
     out = tmp_path / "traces"
-    m = bundle.record_suite(out, names=("missing", "good"), map_to_blocks=to_blocks, say=said.append)
+    m = bundle.record_suite(
+        out, names=("missing", "good"), capacity_pages=parse_size("small"), say=said.append
+    )
     assert list(m["traces"]) == ["good"]
     assert "status 127" in m["failed"]["missing"] and "no-such-program-xyz" in m["failed"]["missing"]
     assert any("missing: FAILED" in s for s in said)

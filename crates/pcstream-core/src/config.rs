@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+use crate::units::PAGE_BYTES;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -20,7 +21,7 @@ pub struct Geometry {
 }
 
 fn default_page_bytes() -> u32 {
-    4096
+    PAGE_BYTES as u32
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,9 +227,9 @@ impl SsdConfig {
                 "channels, ways, blocks_per_die and pages_per_block must all be ≥ 1".into(),
             );
         }
-        if g.page_bytes != 4096 {
+        if g.page_bytes as u64 != PAGE_BYTES {
             return bad(format!(
-                "page_bytes = {} is not supported; the engine models 4096-byte pages",
+                "page_bytes = {} is not supported; the engine models {PAGE_BYTES}-byte pages",
                 g.page_bytes
             ));
         }

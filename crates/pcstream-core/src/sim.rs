@@ -421,7 +421,7 @@ impl Simulator {
 
     /// Write point (host stream, substream or policy class) of the unit holding an LPN (tests).
     pub fn mapped_write_point(&self, lpn: u64) -> Option<u8> {
-        use crate::ftl::units::UnitState;
+        use crate::ftl::unit_pool::UnitState;
         let p = self.ftl.map.lookup(Lpn(lpn))?;
         match self.ftl.units.state[self.ftl.geo.unit_of(p).0 as usize] {
             UnitState::Open(w) | UnitState::Sealed(w) | UnitState::Collecting(w) => Some(w),

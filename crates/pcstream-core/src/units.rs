@@ -5,6 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Bytes per page: the engine's only page size (the flash page and the host's 4 KiB block).
+/// Byte or sector ranges become pages at the edges of the pipeline, a partial page counting as
+/// a page.
+pub const PAGE_BYTES: u64 = 4096;
+
 /// Logical page number (host address space, in pages).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,

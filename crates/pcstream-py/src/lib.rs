@@ -1,12 +1,14 @@
-//! `pcstream._engine`: Python bindings. Only converts arguments and maps errors to the
-//! exception family `PcstreamError` (`InputError`, `ConfigError`, `UsageError`).
+//! `pcstream._engine`: Python bindings. Only converts arguments, releases the GIL around engine
+//! work, relays progress callbacks and Ctrl-C, and maps errors to the exception family
+//! `PcstreamError` (`InputError`, `ConfigError`, `UsageError`). Results cross as JSON text.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use pcstream_core::placement::registry;
 use pcstream_core::{config, SimError, SimOptions, SsdConfig};
-use pcstream_trace::{generate_to_file, run_trace, summarize, GenParams, RunError, TraceError};
+use pcstream_trace::run::run_with_table_file;
+use pcstream_trace::{generate_to_file, summarize, GenParams, RunError, TraceError};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -51,6 +53,15 @@ fn trace_err(e: TraceError) -> PyErr {
     }
 }
 
+fn run_err(e: RunError) -> PyErr {
+    match e {
+        RunError::Trace(t) => trace_err(t),
+        RunError::Sim(s) => sim_err(s),
+        RunError::NoTable(_) => UsageError::new_err(e.to_string()),
+        RunError::Interrupted => PcstreamError::new_err("interrupted"),
+    }
+}
+
 fn load_ssd(ssd: &str) -> PyResult<SsdConfig> {
     if config::preset_toml(ssd).is_some() {
         return SsdConfig::preset(ssd).map_err(|e| ConfigError::new_err(e.to_string()));
@@ -80,20 +91,9 @@ fn version() -> &'static str {
 fn policies(py: Python<'_>) -> PyResult<Vec<Py<PyAny>>> {
     let mut out = Vec::new();
     for p in registry::POLICIES {
-        let mut ctx = pcstream_core::placement::PolicyCtx {
-            host_streams: 8,
-            logical_pages: 1024,
-            unit_pages: 64,
-            units: 64,
-            seed: 0,
-            params: BTreeMap::new(),
-        };
-        let sees = (p.build)(&mut ctx)
-            .map(|b| b.sees().names())
-            .map_err(sim_err)?;
         let d = pyo3::types::PyDict::new(py);
         d.set_item("name", p.name)?;
-        d.set_item("sees", sees)?;
+        d.set_item("sees", p.sees.names())?;
         d.set_item("summary", p.summary)?;
         out.push(d.into_any().unbind());
     }
@@ -157,52 +157,17 @@ fn simulate(
         params: params.unwrap_or_default(),
         trace_name: trace.to_string(),
     };
-    let table_text = match table {
-        Some(t) if Path::new(t).exists() => Some(
-            std::fs::read_to_string(t)
-                .map_err(|e| InputError::new_err(format!("{t}: cannot read the table ({e})")))?,
-        ),
-        _ => None,
-    };
-    let mut py_err: Option<PyErr> = None;
-    let result = py.allow_threads(|| {
-        let mut cb = |done: u64, total: u64| -> bool {
-            Python::with_gil(|py| {
-                if let Err(e) = py.check_signals() {
-                    py_err = Some(e);
-                    return false;
-                }
-                if let Some(p) = &progress {
-                    if let Err(e) = p.call1(py, (done, total)) {
-                        py_err = Some(e);
-                        return false;
-                    }
-                }
-                true
-            })
-        };
-        run_trace(Path::new(trace), &cfg, opts, table_text.as_deref(), &mut cb)
+    let mut prog = PyProgress::new(progress);
+    let r = py.allow_threads(|| {
+        run_with_table_file(
+            Path::new(trace),
+            &cfg,
+            opts,
+            table.map(Path::new),
+            &mut |d, t| prog.call(d, t),
+        )
     });
-    let mut r = match result {
-        Ok(r) => r,
-        Err(RunError::Interrupted) => {
-            return Err(py_err.unwrap_or_else(|| PcstreamError::new_err("interrupted")))
-        }
-        Err(RunError::Trace(e)) => return Err(trace_err(e)),
-        Err(RunError::Sim(e)) => return Err(sim_err(e)),
-    };
-    if let Some(t) = table {
-        match r.saved_table.take() {
-            Some(text) => std::fs::write(t, text)
-                .map_err(|e| InputError::new_err(format!("{t}: cannot write the table ({e})")))?,
-            None => {
-                return Err(UsageError::new_err(format!(
-                    "--table: policy {policy} keeps no persistent table"
-                )))
-            }
-        }
-        r.saved_table = Some(t.to_string());
-    }
+    let r = r.map_err(|e| prog.run_err(e))?;
     Ok(serde_json::to_string(&r).expect("result serialises"))
 }
 
@@ -254,17 +219,6 @@ fn gen(
         .map_err(trace_err)
 }
 
-/// Peak resident memory of this process (Linux), bytes.
-fn peak_rss() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace()
-        .nth(1)?
-        .parse::<u64>()
-        .ok()
-        .map(|kb| kb * 1024)
-}
-
 #[pyfunction(name = "bench")]
 #[pyo3(signature = (ssd="paper", policy="baseline", pages=0, timing=false, seed=1))]
 fn bench_engine(
@@ -276,45 +230,10 @@ fn bench_engine(
     seed: u64,
 ) -> PyResult<String> {
     let cfg = load_ssd(ssd)?;
-    let logical = cfg.logical_pages();
-    let writes = if pages == 0 { 3 * logical } else { pages };
-    let dir = std::env::temp_dir().join(format!("pcstream-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| InputError::new_err(format!("{}: {e}", dir.display())))?;
-    let trace = dir.join("uniform.parquet");
-    let p = GenParams {
-        capacity_pages: logical,
-        writes,
-        seed,
-        ..Default::default()
-    };
-    py.allow_threads(|| generate_to_file("uniform", &p, &trace))
-        .map_err(trace_err)?;
-    let opts = SimOptions {
-        policy: policy.into(),
-        prefill: 1.0,
-        warmup: logical,
-        seed,
-        timing,
-        trace_name: trace.display().to_string(),
-        ..Default::default()
-    };
-    let r = py.allow_threads(|| run_trace(&trace, &cfg, opts, None, &mut |_, _| true));
-    let _ = std::fs::remove_dir_all(&dir);
-    let r = r.map_err(|e| match e {
-        RunError::Trace(t) => trace_err(t),
-        RunError::Sim(s) => sim_err(s),
-        RunError::Interrupted => PcstreamError::new_err("interrupted"),
-    })?;
-    Ok(serde_json::json!({
-        "ssd": cfg.name, "policy": policy, "timing": timing, "trace_writes": writes,
-        "measured_host_pages": r.host_pages, "gc_pages": r.gc_pages, "waf": r.waf,
-        "wall_s": r.wall_s, "page_ops_per_s": r.page_ops_per_s, "host_pages_per_s": r.host_pages_per_s,
-        "engine_state_bytes": r.engine_state_bytes, "bytes_per_page": r.bytes_per_page,
-        "peak_rss_bytes": peak_rss(),
-        "note": "steady state after a full sequential prefill and one device-fill of warm-up; Parquet decode included",
-    })
-    .to_string())
+    let r = py
+        .allow_threads(|| pcstream_trace::bench::bench(&cfg, policy, pages, timing, seed))
+        .map_err(run_err)?;
+    Ok(serde_json::to_string(&r).expect("a bench result serialises"))
 }
 
 /// Convert the shim logs in `logdir` into the file-level trace `out`; returns a JSON summary
@@ -330,11 +249,10 @@ fn record_convert(
     coalesce: bool,
 ) -> PyResult<String> {
     py.allow_threads(|| {
-        let logs = pcstream_trace::shimlog::read_dir(Path::new(logdir))
+        let logs = pcstream_trace::record::shimlog::read_dir(Path::new(logdir))
             .map_err(|e| InputError::new_err(e.to_string()))?;
-        let s =
-            pcstream_trace::filetrace::write_file_trace(&logs, Path::new(out), source, coalesce)
-                .map_err(trace_err)?;
+        let s = pcstream_trace::record::write_file_trace(&logs, Path::new(out), source, coalesce)
+            .map_err(trace_err)?;
         Ok(serde_json::to_string(&s).expect("a summary serialises"))
     })
 }
@@ -374,6 +292,14 @@ impl PyProgress {
     /// The error to raise: the callback's or the signal's when it stopped the engine, else `e`.
     fn err(self, e: TraceError) -> PyErr {
         self.error.unwrap_or_else(|| trace_err(e))
+    }
+
+    /// As [`PyProgress::err`] for a simulation's error.
+    fn run_err(self, e: RunError) -> PyErr {
+        match (self.error, e) {
+            (Some(err), RunError::Interrupted) => err,
+            (_, e) => run_err(e),
+        }
     }
 }
 

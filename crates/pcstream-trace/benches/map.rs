@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pcstream_core::request::Request;
 use pcstream_trace::filetrace::{write_events, FileEvent, FileOp};
-use pcstream_trace::fsmodel::{FsModel, MapOptions};
+use pcstream_trace::map::{FsModel, MapOptions};
 use pcstream_trace::map_file_trace;
 
 /// A seeded mix: 2000 file names, each written by one of 16 processes; 55 % appends of

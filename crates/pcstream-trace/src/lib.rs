@@ -1,27 +1,28 @@
-//! pcstream-trace: the block-trace Parquet format (read streaming, written atomically), trace
-//! summaries, seeded synthetic workload generators, and the driver that streams a trace file
-//! through the simulator.
+//! pcstream-trace: everything between a program and the engine, by pipeline stage.
+//!
+//! - [`record`]: the shim's per-process logs → a file-level trace (after `pcstream record` ran
+//!   the program under `shim/`).
+//! - [`filetrace`]: the file-level trace format (events, reader, writer).
+//! - [`map`]: the ext4 model that turns a file-level trace into the block trace the device sees.
+//! - [`import`]: block traces from the field (blkparse, MSR, Alibaba, Tencent, fio, MQSim).
+//! - [`gen`]: seeded synthetic block traces.
+//! - [`blocktrace`]: the block-trace format (reader, writer, summaries), the simulator's input.
+//! - [`run`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
 
-pub mod coalesce;
+pub mod bench;
+pub mod blocktrace;
 pub mod error;
 pub mod filetrace;
-pub mod filetrace_reader;
-pub mod format;
-pub mod fsmodel;
 pub mod gen;
 pub mod import;
-pub mod info;
-pub mod reader;
-mod rowgroups;
+pub mod map;
+pub mod record;
 pub mod run;
-pub mod shimlog;
-pub mod writer;
 
+pub use blocktrace::{
+    scan_capacity, summarize, BlockTraceReader, BlockTraceWriter, Prefetch, TraceMeta,
+};
 pub use error::TraceError;
-pub use format::TraceMeta;
-pub use fsmodel::{map_file_trace, FsModel, MapOptions, MapSummary};
 pub use gen::{generate, generate_to_file, GenError, GenParams, MixSpec};
-pub use info::summarize;
-pub use reader::{scan_capacity, BlockTraceReader, Prefetch};
+pub use map::{map_file_trace, FsModel, MapOptions, MapSummary};
 pub use run::{run_trace, RunError};
-pub use writer::BlockTraceWriter;

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use pcstream_core::{SimError, SimOptions, SimResult, Simulator, SsdConfig};
 
+use crate::blocktrace::{scan_capacity, BlockTraceReader};
 use crate::error::TraceError;
-use crate::reader::{scan_capacity, BlockTraceReader};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -17,10 +17,45 @@ pub enum RunError {
     /// The progress callback asked to stop (e.g. Ctrl-C).
     #[error("interrupted")]
     Interrupted,
+    /// `--table` was given for a policy that keeps no persistent table.
+    #[error("--table: policy {0} keeps no persistent table")]
+    NoTable(String),
 }
 
 /// Rows between progress callbacks.
 pub const PROGRESS_ROWS: u64 = 1 << 20;
+
+/// Simulate `path` on `cfg` with a persistent policy table kept in the file `table`: loaded
+/// before the run when the file exists, written (whole) after it, and named in the result's
+/// `saved_table`. Without `table` this is [`run_trace`].
+pub fn run_with_table_file(
+    path: &Path,
+    cfg: &SsdConfig,
+    opts: SimOptions,
+    table: Option<&Path>,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<SimResult, RunError> {
+    let Some(t) = table else {
+        return run_trace(path, cfg, opts, None, progress);
+    };
+    let label = t.display().to_string();
+    let text = match t.exists() {
+        true => Some(std::fs::read_to_string(t).map_err(|e| TraceError::Io {
+            path: label.clone(),
+            why: format!("cannot read the table ({e})"),
+        })?),
+        false => None,
+    };
+    let policy = opts.policy.clone();
+    let mut r = run_trace(path, cfg, opts, text.as_deref(), progress)?;
+    let saved = r.saved_table.take().ok_or(RunError::NoTable(policy))?;
+    std::fs::write(t, saved).map_err(|e| TraceError::Io {
+        path: label.clone(),
+        why: format!("cannot write the table ({e})"),
+    })?;
+    r.saved_table = Some(label);
+    Ok(r)
+}
 
 /// Simulate `path` on `cfg`. `progress(done_rows, total_rows)` returns false to stop.
 pub fn run_trace(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int32Array, StringArray, UInt32Array, UInt64Array};
 use pcstream_core::request::{meta, Op, Request};
 use pcstream_trace::filetrace::{write_events, FileEvent, FileOp};
-use pcstream_trace::fsmodel::{FsModel, MapOptions, MapSummary};
+use pcstream_trace::map::{FsModel, MapOptions, MapSummary};
 use pcstream_trace::{map_file_trace, BlockTraceReader};
 
 const S: u64 = 1_000_000_000;

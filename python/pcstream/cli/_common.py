@@ -1,4 +1,5 @@
-"""Options, argument checks and rendering helpers shared by the verbs."""
+"""Options, argument types and checks, and rendering helpers shared by the verbs (the one module
+of the CLI package a verb may import besides the library)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from pcstream.errors import EXIT_INPUT, CliError, require_file
+from pcstream import units
+from pcstream.compare.jobs import Outcome
+from pcstream.errors import EXIT_FAILURE, EXIT_OK, report, require_file
+from pcstream.report.data import BASELINE
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -94,7 +98,25 @@ def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per line).")(f)
 
 
-# --------------------------------------------------------------------------- argument checks
+# --------------------------------------------------------------------------- argument types and checks
+
+
+class SizeType(click.ParamType):
+    """A click type for SIZE (see :func:`pcstream.units.parse_size`); the value is in pages."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        try:
+            return units.parse_size(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+SIZE = SizeType()
+SIZE_HELP = units.SIZE_HELP
 
 
 def resolve_ssd(value: str) -> str:
@@ -114,18 +136,6 @@ def parse_params(items: Sequence[str]) -> dict[str, str] | None:
             raise click.UsageError(f"--param {item!r} is not KEY=VALUE; write it like --param threshold=4")
         params[key] = value.strip()
     return params or None
-
-
-def prepare_output(path: str) -> str:
-    """Create the parent directory of an output file; fail with one line if that is impossible."""
-    parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory; give a file name for the output", EXIT_INPUT)
-    try:
-        os.makedirs(parent, exist_ok=True)
-    except OSError as exc:
-        raise CliError(f"{parent}: cannot create the output directory ({exc.strerror})", EXIT_INPUT) from None
-    return path
 
 
 # --------------------------------------------------------------------------- output
@@ -227,3 +237,71 @@ def flatten(obj: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         else:
             rows.append((name, value))
     return rows
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def outcomes_table(outcomes: Sequence[Outcome], timing: bool, title: str = "compare") -> Table:
+    """One row per (trace, SSD, policy): WAF, WAF / baseline WAF (same trace and SSD), IOPS, p99
+    latency, stream-0 share. The SSD column appears when the runs used more than one."""
+    baseline: dict[tuple[str, str], float] = {}
+    for outcome in outcomes:
+        if outcome.result is not None and outcome.job.policy == BASELINE:
+            baseline[(outcome.job.trace, outcome.job.ssd)] = float(outcome.result["waf"])
+    show_norm = any(outcome.job.policy == BASELINE for outcome in outcomes)
+    show_ssd = len({outcome.job.ssd for outcome in outcomes}) > 1
+
+    rendered = Table(title=escape(title), title_justify="left", min_width=len(title))
+    rendered.add_column("trace", no_wrap=True)
+    if show_ssd:
+        rendered.add_column("ssd", no_wrap=True)
+    rendered.add_column("policy", no_wrap=True)
+    rendered.add_column("WAF", justify="right")
+    if show_norm:
+        rendered.add_column("WAF/base", justify="right")
+    rendered.add_column("IOPS", justify="right")
+    rendered.add_column("p99 (us)", justify="right")
+    rendered.add_column("stream-0", justify="right")
+    any_failed = any(outcome.result is None for outcome in outcomes)
+    if any_failed:
+        rendered.add_column("note")
+    previous: tuple[str, str] | None = None
+    for outcome in outcomes:
+        group = (outcome.job.trace, outcome.job.ssd)
+        label = os.path.basename(outcome.job.trace) if previous is None or group[0] != previous[0] else ""
+        if previous is not None and group != previous:
+            rendered.add_section()
+        ssd_cell = [Text(outcome.job.ssd if group != previous else "")] if show_ssd else []
+        previous = group
+        result: dict[str, Any] | None = outcome.result
+        if result is None:
+            cells: list[str | Text] = [Text(label), *ssd_cell, Text(outcome.job.policy), "—"]
+            if show_norm:
+                cells.append("—")
+            cells += ["—", "—", "—", Text(f"failed (exit {outcome.status}), see stderr", style="red")]
+        else:
+            waf = float(result["waf"])
+            cells = [Text(label), *ssd_cell, Text(outcome.job.policy), f"{waf:.3f}"]
+            if show_norm:
+                base = baseline.get(group)
+                cells.append(f"{waf / base:.3f}" if base else "—")
+            cells += [
+                fmt(result.get("iops")) if timing else "—",
+                fmt(result.get("lat_p99_us")) if timing else "—",
+                fmt_share(result.get("stream0_share")),
+            ]
+            if any_failed:
+                cells.append("")
+        rendered.add_row(*cells)
+    return rendered
+
+
+def report_failures(outcomes: Sequence[Outcome]) -> int:
+    """One stderr line per distinct failure; the exit status of the batch."""
+    seen: set[str] = set()
+    for outcome in outcomes:
+        if outcome.error is not None and outcome.error not in seen:
+            seen.add(outcome.error)
+            report(outcome.error)
+    return EXIT_FAILURE if seen else EXIT_OK

@@ -1,5 +1,5 @@
 """``pcstream demo``: compare every policy on the bundled suite of real-program traces (or on a
-few generated workloads) and write the report."""
+few generated workloads, :data:`pcstream.compare.sweep.GENERATED`) and write the report."""
 
 from __future__ import annotations
 
@@ -10,48 +10,16 @@ from typing import Any
 import click
 
 from pcstream import api
-from pcstream.cli import compare
-from pcstream.cli._common import epilog, stdout
-from pcstream.cli._common import prepare_output as _prepare_output
+from pcstream.cli._common import epilog, outcomes_table, progress_bar, report_failures, stdout
+from pcstream.compare import sweep
+from pcstream.compare.jobs import default_jobs
 from pcstream.report import RunInfo, write_report
-from pcstream.runner import default_jobs
 from pcstream.workloads.recipes import SUITE_SSD
 
-# The generated workloads' SSD.
-SSD = "small"
 # --quick on the bundled suite: this many traces (the smallest).
 QUICK_TRACES = 4
 PREFILL = 0.9
 SEED = 1
-
-# (file stem, generator kind, parameters beyond size and seed)
-WORKLOADS: tuple[tuple[str, str, dict[str, str]], ...] = (
-    ("uniform", "uniform", {}),
-    ("zipf-0.99", "zipf", {"theta": "0.99"}),
-    ("hotcold-10-90", "hotcold", {"hot_fraction": "0.1", "hot_ratio": "0.9"}),
-    ("seq", "seq", {}),
-    ("mix-rocksdb-like", "mix", {"mix": "rocksdb-like"}),
-)
-
-
-def generate(out_dir: str, capacity_pages: int, writes: int) -> list[str]:
-    """Write the demo workloads into ``out_dir/traces``; returns their paths in order."""
-    paths = []
-    for stem, kind, extra in WORKLOADS:
-        path = os.path.join(out_dir, "traces", f"{stem}.parquet")
-        _prepare_output(path)
-        params = {"capacity_pages": str(capacity_pages), "writes": str(writes), "seed": str(SEED), **extra}
-        api.gen(kind, path, params)
-        paths.append(path)
-    return paths
-
-
-def bundled(quick: bool) -> list[str]:
-    """The bundled suite's traces (the QUICK_TRACES smallest with ``quick``); empty if missing."""
-    found = sorted(compare.SUITE_DIR.glob("*.parquet")) if compare.SUITE_DIR.is_dir() else []
-    if quick:
-        found = sorted(sorted(found, key=lambda p: (p.stat().st_size, p.name))[:QUICK_TRACES])
-    return [str(p) for p in found]
 
 
 @click.command("demo", short_help="the main job: compare all policies on the bundled suite", epilog=epilog())
@@ -101,46 +69,43 @@ def command(
     0.99, hot/cold 10/90, sequential, rocksdb-like mix) on the 'small' preset instead.
     """
     started = time.monotonic()
-    traces = [] if generated else bundled(quick)
+    traces = [] if generated else sweep.bundled_traces(QUICK_TRACES if quick else None)
     if traces:
         ssd = SUITE_SSD
         title = f"demo · bundled suite · ssd {ssd} · prefill {PREFILL}"
-        click.echo(
-            f"the bundled suite: {len(traces)} traces of real programs in {compare.SUITE_DIR}", err=True
-        )
+        click.echo(f"the bundled suite: {len(traces)} traces of real programs in {sweep.SUITE_DIR}", err=True)
     else:
         if not generated:
             click.echo(
-                f"the bundled suite is missing ({compare.SUITE_DIR}): using generated workloads", err=True
+                f"the bundled suite is missing ({sweep.SUITE_DIR}): using generated workloads", err=True
             )
-        ssd = SSD
+        ssd = sweep.GENERATED_SSD
         summary: dict[str, Any] = api.ssd_summary(ssd)
         capacity = int(summary["logical_pages"])
         writes = capacity * (1 if quick else 3)
         click.echo(
-            f"generating {len(WORKLOADS)} workloads of {writes:,} page writes each for the '{ssd}' SSD "
+            f"generating {len(sweep.GENERATED)} workloads of {writes:,} page writes each for the '{ssd}' SSD "
             f"({capacity:,} logical pages of 4 KiB) into {out_dir}/traces",
             err=True,
         )
-        traces = generate(out_dir, capacity, writes)
+        traces = sweep.generate(out_dir, capacity, writes, SEED)
         title = f"demo · ssd {ssd} · prefill {PREFILL} · {writes:,} writes"
 
     policies = api.policy_names()
     n_jobs = jobs or default_jobs()
     click.echo(f"comparing {len(policies)} policies on {len(traces)} traces with {n_jobs} job(s)", err=True)
-    outcomes = compare.run(
-        compare.make_jobs(
-            traces,
-            policies,
-            ssd=ssd,
-            prefill=PREFILL,
-            warmup=0,
-            seed=SEED,
-            timing=timing,
-            cdf_points=compare.REPORT_CDF_POINTS,
-        ),
-        n_jobs,
+    jobs_list = sweep.make_jobs(
+        traces,
+        policies,
+        ssd=ssd,
+        prefill=PREFILL,
+        warmup=0,
+        seed=SEED,
+        timing=timing,
+        cdf_points=sweep.REPORT_CDF_POINTS,
     )
+    with progress_bar("compare", unit="runs") as progress:
+        outcomes = sweep.run(jobs_list, n_jobs, progress=progress)
     info = RunInfo(
         policies=policies,
         ssds=[ssd],
@@ -148,16 +113,16 @@ def command(
         warmup=0,
         seed=SEED,
         timing=timing,
-        executor=compare.executor_name(n_jobs, None),
-        command=compare.command_line(traces, "all", [ssd], PREFILL, 0, SEED, timing),
+        executor=sweep.executor_name(n_jobs, None),
+        command=sweep.command_line(traces, "all", [ssd], PREFILL, 0, SEED, timing),
     )
     index = write_report(outcomes, out_dir, info)
     results_path = os.path.join(out_dir, "results.jsonl")
 
     console = stdout()
-    console.print(compare.table(outcomes, timing, title=title))
+    console.print(outcomes_table(outcomes, timing, title=title))
     click.echo(f"report:  {index}")
     click.echo(f"results: {results_path} (one JSON object per trace × policy), results.parquet beside it")
     click.echo(f"traces:  {os.path.dirname(traces[0])}")
     click.echo(f"time:    {time.monotonic() - started:.1f} s")
-    ctx.exit(compare.report_failures(outcomes))
+    ctx.exit(report_failures(outcomes))

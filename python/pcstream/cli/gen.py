@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import click
 
 from pcstream import api
-from pcstream.cli._common import epilog, json_option, prepare_output, print_json
-from pcstream.errors import EXIT_INPUT, CliError, require_file
+from pcstream.cli._common import epilog, json_option, print_json
+from pcstream.errors import EXIT_INPUT, CliError, prepare_output, require_file
 
 KINDS = ("uniform", "zipf", "pareto", "normal", "hotcold", "seq", "mix")
 
@@ -89,10 +88,6 @@ def command(kind: str, out: str, mix: str | None, as_json: bool, **options: obje
     if as_json:
         print_json(summary)
         return
-    rows = summary.get("rows")
+    rows = int(summary["rows"])
     pages = api.written_pages(summary)
-    where = summary.get("path", out)
-    if isinstance(rows, int) and isinstance(pages, int):
-        click.echo(f"wrote {rows:,} requests ({pages:,} pages of 4 KiB) to {where}")
-    else:
-        click.echo(f"wrote {where}: {json.dumps(summary)}")
+    click.echo(f"wrote {rows:,} requests ({pages:,} pages of 4 KiB) to {summary.get('path', out)}")

@@ -3,24 +3,23 @@ fio iolog, MQSim) into the block-trace Parquet format."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 
 from pcstream import api
 from pcstream.cli._common import (
+    SIZE,
+    SIZE_HELP,
     epilog,
     fmt,
     json_option,
     key_value_table,
-    prepare_output,
     print_json,
     progress_bar,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.cli.map import SIZE, SIZE_HELP
-from pcstream.errors import require_file
+from pcstream.errors import prepare_output, require_file
 
 FORMATS = ("blkparse", "msr", "alibaba", "tencent", "fio", "mqsim")
 
@@ -96,7 +95,7 @@ def command(
     require_file(file, f"{fmt_name} trace")
     prepare_output(out)
     with progress_bar(f"import {fmt_name}", unit="bytes") as progress:
-        text = api.engine().import_trace(
+        summary = api.import_trace(
             fmt_name,
             file,
             out,
@@ -105,7 +104,6 @@ def command(
             skip_bad=skip_bad,
             progress=progress,
         )
-    summary = json.loads(text)
     if as_json:
         print_json(summary)
         return

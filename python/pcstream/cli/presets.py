@@ -7,6 +7,7 @@ from rich.table import Table
 
 from pcstream import api
 from pcstream.cli._common import epilog, fmt, json_option, print_json, stdout
+from pcstream.units import PAGE_BYTES
 
 
 def _gib(pages: object, page_bytes: object) -> str:
@@ -51,7 +52,7 @@ def command(show: str | None, as_json: bool) -> None:
             f"{s.get('channels')}×{s.get('ways')}",
             fmt(s.get("blocks_per_die")),
             fmt(s.get("pages_per_block")),
-            _gib(s.get("physical_pages"), s.get("page_bytes", 4096)),
+            _gib(s.get("physical_pages"), s.get("page_bytes", PAGE_BYTES)),
             fmt(s.get("logical_pages")),
             fmt(s.get("op")),
             fmt(s.get("host_streams")),

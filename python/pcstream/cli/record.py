@@ -6,9 +6,8 @@ from pathlib import Path
 
 import click
 
-from pcstream import record as rec
-from pcstream.cli._common import epilog
-from pcstream.cli.map import SIZE, SIZE_HELP
+from pcstream.cli._common import SIZE, SIZE_HELP, epilog
+from pcstream.record import blockcapture, filetrace
 
 BLOCK_DEFAULT_OUT = "record-block"
 BLOCK_DEFAULT_CAPACITY = "1GiB"
@@ -41,7 +40,7 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
 )
 @click.option(
     "--method",
-    type=click.Choice(rec.METHODS),
+    type=click.Choice(filetrace.METHODS),
     default="auto",
     show_default=True,
     help="Stack walk for the PC signature: frame pointers, libunwind, stack scan, or auto.",
@@ -112,19 +111,17 @@ def command(
     if block:
         if keep_logs is not None:
             raise click.UsageError("--keep-logs is not supported with --block")
-        from pcstream import blocktrace
-
         where = Path(output or BLOCK_DEFAULT_OUT)
         pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
-        status, summary = rec.record_block(
+        status, summary = blockcapture.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols
         )
-        click.echo(blocktrace.summary_line(blocktrace.Outputs.at(where), summary), err=True)
+        click.echo(blockcapture.summary_line(blockcapture.Outputs.at(where), summary), err=True)
         return status
     if capacity is not None or mount_opts is not None:
         raise click.UsageError("--capacity and --mount-opts need --block")
     out = Path(output or "trace.parquet")
-    status, summary = rec.record(
+    status, summary = filetrace.record(
         list(cmd),
         out,
         method,
@@ -133,5 +130,5 @@ def command(
         symbols=symbols,
         coalesce=coalesce,
     )
-    click.echo(rec.summary_line(out, summary), err=True)
+    click.echo(filetrace.summary_line(out, summary), err=True)
     return status

@@ -20,7 +20,6 @@ from pcstream.cli._common import (
     key_value_table,
     parse_params,
     prefill_option,
-    prepare_output,
     progress_bar,
     resolve_ssd,
     seed_option,
@@ -29,7 +28,7 @@ from pcstream.cli._common import (
     warmup_option,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.errors import EXIT_FAILURE, CliError, require_file
+from pcstream.errors import EXIT_FAILURE, CliError, prepare_output, require_file
 
 CDF_POINTS = 1000
 

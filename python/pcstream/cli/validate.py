@@ -1,34 +1,29 @@
-"""``pcstream validate``: compare the ext4 model's block trace with a real ext4's, for the same run.
-
-The file-level trace is mapped through the model with the real trace's capacity (and, when the
-layout file of ``record --block`` is there, its mount options and device), then both block
-traces are summarised and simulated on one SSD preset under ``baseline`` and ``oracle``.
-"""
+"""``pcstream validate``: compare the ext4 model's block trace with a real ext4's, for the same run
+(:mod:`pcstream.validation` computes; this verb captures on request and renders)."""
 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.table import Table
 
-from pcstream import api
-from pcstream.cli._common import epilog, fmt, json_option, print_json, resolve_ssd
+from pcstream import api, validation
+from pcstream.cli._common import (
+    SIZE,
+    SIZE_HELP,
+    epilog,
+    fmt,
+    json_option,
+    print_json,
+    progress_bar,
+    resolve_ssd,
+)
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.cli.map import SIZE, SIZE_HELP, map_trace
-from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, CliError, require_file
-
-PAGE = 4096
-POLICIES = ("baseline", "oracle")
-META = ("data", "journal", "inode", "directory", "bitmap", "other")
-# Acceptance targets: relative difference of written bytes and baseline WAF, absolute difference
-# of the journal + metadata share (in points).
-TARGET_BYTES = 0.10
-TARGET_META_POINTS = 5.0
-TARGET_WAF = 0.05
+from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, CliError
+from pcstream.record import blockcapture
 
 EXTRA = """\b
 Compared: bytes written, journal + metadata share of them (and each
@@ -39,65 +34,6 @@ metadata share within 5 points, baseline WAF within 5 %. The real
 trace's classes come from the image's layout (record --block); without
 its layout file every real write counts as data. Method and measured
 results: docs/FSMODEL.md, "Validation against real ext4"."""
-
-
-def _pages(info: dict[str, Any], key: str) -> int:
-    return int((info.get(key) or {}).get("pages") or 0)
-
-
-def _figures(info: dict[str, Any], waf: dict[str, float]) -> dict[str, Any]:
-    written = _pages(info, "writes")
-    share = info.get("meta_share") or {}
-    meta_share = 1.0 - float(share.get("data", 1.0)) if written else 0.0
-    fig: dict[str, Any] = {
-        "written_bytes": written * PAGE,
-        "meta_share": meta_share,
-        **{f"{m}_share": float(share.get(m, 0.0)) for m in META[1:]},
-        "discard_bytes": _pages(info, "trims") * PAGE,
-        "flushes": int(info.get("flushes") or 0),
-        "requests": int((info.get("writes") or {}).get("requests") or 0),
-    }
-    for policy, value in waf.items():
-        fig[f"waf_{policy}"] = value
-    return fig
-
-
-def _simulate(trace: str, ssd: str) -> dict[str, float]:
-    return {p: float(api.simulate(trace, p, ssd=ssd, timing=False)["waf"]) for p in POLICIES}
-
-
-# (key, label, kind, target): kind "bytes"/"ratio" compare relatively, "share" in points.
-ROWS: tuple[tuple[str, str, str, float | None], ...] = (
-    ("written_bytes", "bytes written", "bytes", TARGET_BYTES),
-    ("meta_share", "journal + metadata share", "share", TARGET_META_POINTS),
-    ("journal_share", "  journal", "share", None),
-    ("inode_share", "  inode table", "share", None),
-    ("directory_share", "  directory", "share", None),
-    ("bitmap_share", "  bitmap / descriptor", "share", None),
-    ("other_share", "  other (superblock, extent tree)", "share", None),
-    ("discard_bytes", "bytes discarded", "bytes", None),
-    ("flushes", "cache flushes", "count", None),
-    ("requests", "write requests", "count", None),
-    ("waf_baseline", "WAF baseline", "ratio", TARGET_WAF),
-    ("waf_oracle", "WAF oracle", "ratio", None),
-)
-
-
-def compare_rows(model: dict[str, Any], real: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for key, label, kind, target in ROWS:
-        m, r = model[key], real[key]
-        if kind == "share":
-            diff: float | None = 100.0 * (m - r)
-            ok = None if target is None else abs(diff) <= target
-        else:
-            diff = (m - r) / r if r else None
-            ok = None if target is None else (diff is not None and abs(diff) <= target)
-        rows.append(
-            {"metric": key, "label": label.strip(), "kind": kind, "model": m, "real": r, "diff": diff,
-             "target": target, "ok": ok}
-        )  # fmt: skip
-    return rows
 
 
 def _cell(kind: str, value: Any) -> str:
@@ -145,62 +81,6 @@ def render(result: dict[str, Any]) -> Table:
             met,
         )
     return table
-
-
-def validate(
-    file_trace: str,
-    real_trace: str,
-    ssd: str,
-    layout_path: str | None = None,
-    mount_opts: str | None = None,
-    model_out: str | None = None,
-) -> dict[str, Any]:
-    """Map ``file_trace`` like the real run and compare with ``real_trace``; the result object."""
-    from pcstream import blocktrace
-
-    require_file(file_trace, "file-level trace")
-    require_file(real_trace, "block trace")
-    layout: dict[str, Any] = {}
-    lp = Path(layout_path) if layout_path else blocktrace.Outputs.layout_for(Path(real_trace))
-    if lp is not None:
-        require_file(str(lp), "layout file")
-        layout = blocktrace.load_layout(lp)
-    real_info = api.info(real_trace)
-    capacity = int(real_info["capacity_pages"])
-    logical = int(api.ssd_summary(ssd)["logical_pages"])
-    if capacity > logical:
-        raise CliError(
-            f"{real_trace}: capacity {capacity} pages exceeds the {logical} logical pages of SSD {ssd}; "
-            "pick a larger --ssd or capture with --capacity at most that size",
-            EXIT_INPUT,
-        )
-    opts = mount_opts if mount_opts is not None else str(layout.get("mount_opts", ""))
-    device = layout.get("fs_dev")
-    with tempfile.TemporaryDirectory(prefix="pcstream-validate-") as tmp:
-        out = model_out or str(Path(tmp) / "model.parquet")
-        summary = map_trace(file_trace, out, capacity, opts, device, label="map (model)")
-        model_info = api.info(out)
-        model = _figures(model_info, _simulate(out, ssd))
-    real = _figures(real_info, _simulate(real_trace, ssd))
-    rows = compare_rows(model, real)
-    targets = [r for r in rows if r["ok"] is not None]
-    return {
-        "file_trace": file_trace,
-        "real_trace": real_trace,
-        "model_trace": model_out,
-        "layout": str(lp) if lp else None,
-        "ssd": ssd,
-        "capacity_pages": capacity,
-        "mount_opts": opts,
-        "device": device,
-        "rows": rows,
-        "targets_met": sum(1 for r in targets if r["ok"]),
-        "targets": len(targets),
-        "model": model,
-        "real": real,
-        "map": summary,
-        "real_layout_classified": bool(layout),
-    }
 
 
 @click.command(
@@ -267,26 +147,12 @@ def command(
     if run_cmd:
         if not args:
             raise click.UsageError("--run needs a command: pcstream validate --run -- CMD [ARGS...]")
-        from pcstream import blocktrace
-        from pcstream import record as rec
-
         where = Path(out or "validate-run")
         pages = capacity if capacity is not None else int(api.ssd_summary(ssd)["logical_pages"])
-        status, captured = rec.record_block(list(args), where, pages, mount_opts=None)
+        status, captured = blockcapture.record_block(list(args), where, pages, mount_opts=None)
         if not as_json:
-            click.echo(blocktrace.summary_line(blocktrace.Outputs.at(where), captured), err=True)
-        if status != 0:
-            raise CliError(f"{args[0]}: exited with status {status}; nothing compared", EXIT_FAILURE)
-        outputs = blocktrace.Outputs.at(where)
-        model_out = str(where / "model.parquet") if outputs.block.parent == where else None
-        result = validate(
-            str(outputs.files), str(outputs.block), ssd, str(outputs.layout), mount_opts, model_out
-        )
-        result["run"] = {
-            "command": list(args),
-            "run_s": captured.get("run_s"),
-            "lost_events": captured.get("lost_events"),
-        }
+            click.echo(blockcapture.summary_line(blockcapture.Outputs.at(where), captured), err=True)
+        result = validation.validate_capture(args, where, status, captured, ssd, mount_opts, progress_bar)
     else:
         if len(args) != 2:
             raise click.UsageError("give FILE_TRACE and REAL_BLOCK_TRACE (or --run -- CMD ...)")
@@ -298,7 +164,7 @@ def command(
                 raise CliError(
                     f"{out}: is a directory; give a .parquet file for the modelled trace", EXIT_INPUT
                 )
-        result = validate(args[0], args[1], ssd, layout, mount_opts, out)
+        result = validation.validate(args[0], args[1], ssd, layout, mount_opts, out, progress_bar)
     if as_json:
         print_json(result)
     else:

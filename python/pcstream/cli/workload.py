@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.table import Table
 
-from pcstream import record as rec
-from pcstream.cli._common import epilog, prepare_output, print_json, stderr, stdout
-from pcstream.cli.map import SIZE, SIZE_HELP, map_trace, parse_size
+from pcstream.cli._common import SIZE, SIZE_HELP, epilog, print_json, progress_bar, stderr, stdout
 from pcstream.errors import EXIT_FAILURE, EXIT_OK
-from pcstream.workloads import bundle, runner
-from pcstream.workloads.recipes import RECIPES, SUITE_SSD, Recipe
+from pcstream.record import filetrace
+from pcstream.workloads import bundle, recording
+from pcstream.workloads.packages import missing_packages
+from pcstream.workloads.recipes import RECIPES, SUITE_SSD
 
 EXTRA = """\b
 Examples:
@@ -22,18 +21,6 @@ Examples:
   pcstream workload rocksdb-ur --record -o traces/
                                           install, run under 'pcstream record', check,
                                           map to a block trace (traces/rocksdb-ur.parquet)"""
-
-
-def mapper(r: Recipe, capacity: int | None, mount_opts: str | None) -> runner.MapFn:
-    """Map ``r``'s file trace for the SSD it is sized for, unless a capacity or options are given."""
-    pages = capacity if capacity is not None else parse_size(r.ssd)
-    opts = r.mount_opts if mount_opts is None else mount_opts
-
-    def to_blocks(file_trace: Path, block_trace: Path) -> dict[str, Any]:
-        prepare_output(str(block_trace))
-        return map_trace(str(file_trace), str(block_trace), pages, opts, label=f"map {r.name}")
-
-    return to_blocks
 
 
 def suite(
@@ -47,7 +34,12 @@ def suite(
         out.print(f"run it: pcstream workload suite --record -o {out_dir}")
         return EXIT_OK
     manifest = bundle.record_suite(
-        out_dir, method=method, map_to_blocks=lambda r: mapper(r, capacity, mount_opts), say=stderr().print
+        out_dir,
+        method=method,
+        capacity_pages=capacity,
+        mount_opts=mount_opts,
+        say=stderr().print,
+        bar=progress_bar,
     )
     if as_json:
         print_json(manifest)
@@ -67,7 +59,7 @@ def listing() -> Table:
     t.add_column("~s", justify="right")
     t.add_column("missing packages")
     for r in RECIPES.values():
-        t.add_row(r.name, r.summary, str(r.seconds), " ".join(runner.missing_packages(r)) or "-")
+        t.add_row(r.name, r.summary, str(r.seconds), " ".join(missing_packages(r)) or "-")
     t.add_row("suite", f"the bundled suite: {len(bundle.SUITE)} of the above", "", "")
     return t
 
@@ -78,7 +70,7 @@ def listing() -> Table:
 @click.option("--record", "do_record", is_flag=True, help="Run the recipe (default: show it).")
 @click.option("-o", "--output-dir", default="traces", show_default=True, metavar="DIR",
               help="Where NAME.file.parquet (file level) and NAME.parquet (block level) go.")  # fmt: skip
-@click.option("--method", type=click.Choice(rec.METHODS), default="auto", show_default=True,
+@click.option("--method", type=click.Choice(filetrace.METHODS), default="auto", show_default=True,
               help="Stack walk for the PC signatures (see 'pcstream record').")  # fmt: skip
 @click.option("--capacity", type=SIZE, default=None, metavar="SIZE",
               help=f"File-system size for the map to blocks: {SIZE_HELP}  [default: the logical "
@@ -110,12 +102,12 @@ def command(
         return EXIT_OK
     if name == "suite":
         return suite(do_record, Path(output_dir), method, capacity, mount_opts, as_json)
-    r = runner.recipe(name)
+    r = recording.recipe(name)
     if not do_record:
         out = stdout()
         out.print(f"[bold]{r.name}[/bold]: {r.summary} (about {r.seconds} s on 2 cores)")
         out.print(f"packages: {' '.join(p for p, _ in r.packages) or 'none'}"
-                  f" (missing: {' '.join(runner.missing_packages(r)) or 'none'})")  # fmt: skip
+                  f" (missing: {' '.join(missing_packages(r)) or 'none'})")  # fmt: skip
         if r.setup:
             out.print("set-up (not recorded):")
             out.print(r.setup.strip(), markup=False, highlight=False)
@@ -125,11 +117,16 @@ def command(
         out.print(f"mapped for the '{r.ssd}' SSD preset, mount options: {r.mount_opts or 'defaults'}")
         out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")
         return EXIT_OK
-    to_blocks = mapper(r, capacity, mount_opts)
-
     stderr().print(f"pcstream workload: recording {r.name} (about {r.seconds} s)...")
-    result = runner.run_recipe(
-        r, Path(output_dir), method=method, keep_work=keep_work, map_to_blocks=None if no_map else to_blocks
+    result = recording.run_recipe(
+        r,
+        Path(output_dir),
+        method=method,
+        keep_work=keep_work,
+        map_blocks=not no_map,
+        capacity_pages=capacity,
+        mount_opts=mount_opts,
+        bar=progress_bar,
     )
     if as_json:
         print_json(result)

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import ModuleType
 
+from pcstream.compare.jobs import Outcome
 from pcstream.errors import EXIT_USAGE, CliError
 from pcstream.report.data import RunInfo, sweep
-from pcstream.runner import Outcome
 
 __all__ = ["RunInfo", "require", "write_report", "write_results"]
 

@@ -8,10 +8,10 @@ import platform
 from collections.abc import Sequence
 from typing import Any
 
+from pcstream.compare.jobs import Outcome
 from pcstream.report import figures, html
 from pcstream.report.data import RunInfo, Sweep, pc_tables, sweep, trace_labels
 from pcstream.report.results import JSONL, PARQUET, write_results
-from pcstream.runner import Outcome
 
 INDEX = "index.html"
 FIGURES = "figures"

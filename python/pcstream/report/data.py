@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcstream.runner import Outcome
+from pcstream import tracemeta
+from pcstream.compare.jobs import Outcome
 
 BASELINE = "baseline"
 
@@ -184,8 +185,6 @@ def lifetime_boxes(result: dict[str, Any]) -> list[Box]:
 
 # --------------------------------------------------------------------------- PC streams
 
-PCS_KEY = b"pcstream.pcs"
-
 
 def read_pc_frames(trace: str) -> tuple[dict[str, list[dict[str, Any]]], str | None]:
     """The trace's ``pcstream.pcs`` footer: signature (decimal string) → frames, innermost first.
@@ -199,7 +198,7 @@ def read_pc_frames(trace: str) -> tuple[dict[str, list[dict[str, Any]]], str | N
         metadata = pq.read_metadata(trace).metadata or {}
     except (OSError, ValueError) as exc:
         return {}, f"{trace}: cannot read the Parquet footer ({exc})"
-    raw = metadata.get(PCS_KEY)
+    raw = tracemeta.get(metadata, tracemeta.KEY_PCS)
     if raw is None:
         return {}, None
     try:

@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pcstream.compare.jobs import Outcome
 from pcstream.report.data import Row, Sweep
-from pcstream.runner import Outcome
 
 JSONL = "results.jsonl"
 PARQUET = "results.parquet"

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,8 @@ from typing import Any
 
 from pcstream import api
 from pcstream.errors import CliError
-from pcstream.workloads import runner
+from pcstream.workloads import recording
+from pcstream.workloads.packages import package_versions
 from pcstream.workloads.recipes import RECIPES, SUITE_SSD, Recipe
 
 # The default suite, in report order. Each is sized for SUITE_SSD.
@@ -46,16 +46,6 @@ SUITE: tuple[str, ...] = (
 MANIFEST = "manifest.json"
 # What the bundle may weigh in all (bytes).
 BUDGET = 40 * 10**6
-
-
-def package_versions(r: Recipe) -> dict[str, str]:
-    out = {}
-    for pkg, _ in r.packages:
-        proc = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Version}", pkg], capture_output=True, text=True, check=False
-        )
-        out[pkg] = proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "unknown"
-    return out
 
 
 def environment() -> dict[str, Any]:
@@ -113,12 +103,15 @@ def record_suite(
     out_dir: Path,
     names: tuple[str, ...] = SUITE,
     method: str = "auto",
-    map_to_blocks: Callable[[Recipe], runner.MapFn] | None = None,
+    capacity_pages: int | None = None,
+    mount_opts: str | None = None,
     keep_file_traces: bool = False,
     say: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+    bar: api.ProgressBar = api.no_progress_bar,
 ) -> dict[str, Any]:
-    """Record ``names`` into ``out_dir`` (NAME.parquet each) and update ``out_dir/manifest.json``;
-    returns the manifest. Failures are kept in ``manifest['failed']``."""
+    """Record ``names`` into ``out_dir`` and map each to NAME.parquet (for the SSD its recipe is
+    sized for, unless ``capacity_pages`` or ``mount_opts`` say otherwise), and update
+    ``out_dir/manifest.json``; returns the manifest. Failures are kept in ``manifest['failed']``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir)
     failed: dict[str, str] = {}
@@ -126,11 +119,14 @@ def record_suite(
         r = RECIPES[name]
         say(f"[{i}/{len(names)}] {name}: {r.summary} (about {r.seconds} s)")
         try:
-            result = runner.run_recipe(
+            result = recording.run_recipe(
                 r,
                 out_dir,
                 method=method,
-                map_to_blocks=map_to_blocks(r) if map_to_blocks else None,
+                map_blocks=True,
+                capacity_pages=capacity_pages,
+                mount_opts=mount_opts,
+                bar=bar,
             )
         except CliError as e:
             failed[name] = str(e)

@@ -41,7 +41,7 @@ class Recipe:
 
 
 # ------------------------------------------------------------------------------ checks
-# Each check gets the trace facts (see workloads.runner.trace_facts) and returns a problem or None.
+# Each check gets the trace facts (see workloads.recording.trace_facts) and returns a problem or None.
 
 
 def at_least_signatures(n: int) -> Check:
@@ -87,8 +87,8 @@ PY = shlex.quote(sys.executable)
 # db_bench sized for the suite's `medium` SSD (367,491 logical pages = 1.4 GiB): 2 M keys of
 # 16 + 400 B ≈ 830 MB of live data, so with discard the SSD holds mostly the database and GC must
 # separate its writers' lifetimes (WAL, flushes, compactions per level); 8 MiB memtables and 4 MiB
-# SSTs, so flushes and compactions are frequent; the write-rate limit bounds the trace
-# (field-notes §1.1). --duration bounds each benchmark.
+# SSTs, so flushes and compactions are frequent; the write-rate limit (20 MB/s) bounds the
+# trace's size and --duration each benchmark's time.
 DB_BENCH = (
     "db_bench --db=./rdb --num=2000000 --value_size=400 --key_size=16 --compression_type=none "
     "--write_buffer_size=8388608 --target_file_size_base=4194304 "

@@ -1,7 +1,7 @@
 //! Write points: one open unit per stream, substream or policy class, filled page by page.
 //! Data of different write points never share a unit.
 
-use super::units::NIL;
+use super::unit_pool::NIL;
 use super::Ftl;
 use crate::units::{LogicalTime, Ppn, UnitId};
 

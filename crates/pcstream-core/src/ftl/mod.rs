@@ -7,7 +7,7 @@ pub mod frontier;
 pub mod gc;
 pub mod geometry;
 pub mod mapping;
-pub mod units;
+pub mod unit_pool;
 pub mod verify;
 
 use crate::config::SsdConfig;
@@ -17,7 +17,7 @@ use crate::units::{LogicalTime, Lpn, Ppn};
 use frontier::WritePoint;
 use geometry::Geometry;
 use mapping::{Mapping, PageMeta};
-use units::Units;
+use unit_pool::Units;
 
 /// Counters of physical work (all since construction; the simulator takes differences).
 #[derive(Clone, Copy, Debug, Default)]

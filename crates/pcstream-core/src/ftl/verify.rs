@@ -7,7 +7,7 @@
 //! the greedy buckets hold exactly the sealed units with their valid counts.
 
 use super::mapping::NONE;
-use super::units::UnitState;
+use super::unit_pool::UnitState;
 use super::Ftl;
 
 impl Ftl {

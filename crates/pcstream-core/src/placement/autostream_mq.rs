@@ -6,13 +6,13 @@
 //! chunk touch, every queue's LRU head that has expired is demoted one queue. GC copies all go
 //! to the reserved stream N−1.
 //! Source: Yang et al., "AutoStream", SYSTOR'17, as re-implemented in the SepBIT artifact
-//! (`MultiQueue.java`, "AutoStream.systor17: MultiQueue"); algorithms.md §4 (Variant A).
+//! (`MultiQueue.java`, "AutoStream.systor17: MultiQueue"), Variant A.
 //! What it sees: LPN, request length.
 //! State: per chunk count (u32), last access and expiry (u64 each), queue (u8) and the two LRU
 //! links (u32 each): 29 B/chunk; per queue head/tail.
 //! Parameters: `variant` = `a` (default) | `b`, `chunk` (A: 256 pages, B: 512), `log_base`
 //! (A: `e`, B: 10).
-//! Variant B (the bdbm emulator's MQ path, algorithms.md §4.9): time counts request touches
+//! Variant B (the MQ path of the bdbm_drv emulator's `autostream.c`): time counts request touches
 //! (`dev_total`); only the request's first chunk is looked up; queues = streams 1..N−2, a new
 //! chunk starts in queue 1; `qid = floor(log_b count) + 1` moves the chunk to the tail of queue
 //! `qid` only when it changes (an unchanged chunk keeps its LRU position); the request is placed

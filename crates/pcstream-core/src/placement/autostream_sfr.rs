@@ -6,15 +6,14 @@
 //! halve once per `decay` host pages since the chunk's last touch (lazily, integer arithmetic).
 //! GC copies all go to the reserved stream N−1.
 //! Source: Yang et al., "AutoStream", SYSTOR'17, as re-implemented in the SepBIT artifact
-//! (`SFR.java`, Variant A, default) and in the bdbm_drv emulator (`autostream.c`, Variant B);
-//! algorithms.md §3.
+//! (`SFR.java`, Variant A, default) and in the bdbm_drv emulator (`autostream.c`, Variant B).
 //! What it sees: LPN, request length (and request order).
 //! State: per chunk a u32 count, a u64 last-touch time and a u8 stored stream (13 B/chunk);
 //! previous request end, previous stream.
 //! Parameters: `variant` = `a` (default) | `b` (sets the other defaults to the emulator's:
 //! log10, first chunk only, classify then update, decay 30 s); `chunk` (512 pages), `log_base`
 //! (`e` or a number; A: e, B: 10), `decay` (A: 16384 pages; B: 30 s × `pages_per_second`,
-//! default 25600 pages/s = 100 MiB/s, algorithms.md §8.4), `order` = `update_then_classify` (A)
+//! default 25600 pages/s = 100 MiB/s), `order` = `update_then_classify` (A)
 //! | `classify_then_update` (B), `scope` = `all_chunks` (A) | `first_chunk` (B).
 //! Deviations: Variant B divides by 2^min(k, 63) (the C code's k ≥ 64 case divides by 63);
 //! its 30 s wall-clock decay is converted to logical time with a fixed host rate.
@@ -232,7 +231,7 @@ mod tests {
         assert_eq!(log_class(999, 10.0, 8), 2);
         assert_eq!(log_class(1000, 10.0, 8), 3);
         let e = std::f64::consts::E;
-        // ln: 1–2 → 0, 3–7 → 1, 8–20 → 2, 21–54 → 3 (algorithms.md §3.8).
+        // ln: 1–2 → 0, 3–7 → 1, 8–20 → 2, 21–54 → 3 (⌊ln count⌋, counts from 1).
         let c: Vec<u32> = [1, 2, 3, 7, 8, 20, 21, 54, 55]
             .map(|n| log_class(n, e, 9))
             .to_vec();

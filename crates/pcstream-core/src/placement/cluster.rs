@@ -1,10 +1,10 @@
 //! Deterministic 1-D clustering shared by the learned policies (PCStream, LKStream).
 //!
-//! `kmeans_1d` is the optimal 1-D k-means of Wang & Song (Ckmeans.1d.dp, algorithms.md §9.7
-//! item 5): a dynamic programme over the sorted values, `D[k][i] = min_j D[k−1][j−1] + sse(j, i)`,
+//! `kmeans_1d` is the optimal 1-D k-means of Wang & Song (Ckmeans.1d.dp,
+//! R Journal 2011): a dynamic programme over the sorted values, `D[k][i] = min_j D[k−1][j−1] + sse(j, i)`,
 //! ties → smallest `j`. The row recurrence is solved by divide and conquer over `i` (the optimal
 //! `j` is monotone in `i` for this cost, as Ckmeans exploits), so one clustering costs
-//! O(K·P·log P) instead of O(K·P²). `agglomerative_1d` is seed 000's reading (merge the adjacent
+//! O(K·P·log P) instead of O(K·P²). `agglomerative_1d` is the PCStream HotStorage'18 paper's reading (merge the adjacent
 //! pair of groups with the closest means, ties → leftmost). Both return contiguous groups of the
 //! sorted input, numbered by ascending centroid; neither depends on anything but its input.
 

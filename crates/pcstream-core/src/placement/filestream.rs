@@ -12,7 +12,7 @@
 //! `period` into the streams d+1..F by optimal 1-D k-means (highest USM → d+1), keeping the old
 //! assignment when every file is still nearest to its previous centre.
 //! Source: Zhang, Xue, Zhou, "Automatic I/O stream management based on file characteristics"
-//! (2021, seed 002 slides); algorithms.md §8.
+//! (2021).
 //! What it sees: file id and file class (type) of each write, file events; LPN and TRIM
 //! invalidations only to derive events from a block trace: the first write of a file id creates
 //! (opens) it, and the file is deleted when TRIMs (or other files' overwrites) leave it no live

@@ -4,8 +4,7 @@
 //! bitmaps/group descriptors and other metadata → 4; data of a file whose name class matches a
 //! configured file-name pattern → 5, a configured extension → 6; other data → 0. Precedence:
 //! metadata class first, then the name rule, then the extension rule. Ids above N−1 are clamped.
-//! Source: Rho et al., "FStream: Managing Flash Streams in the File System", FAST'18 (seed 003
-//! slides); algorithms.md §7.
+//! Source: Rho et al., "FStream: Managing Flash Streams in the File System", FAST'18.
 //! What it sees: the metadata type and the file class (name/extension class id) of the write.
 //! State: the rule lists (O(#rules)); nothing per page.
 //! Parameters: `fname_classes` (file-class ids matched by the name pattern, e.g. Cassandra's

@@ -3,7 +3,7 @@
 //! What it does: counts host writes per LPN; an LPN written at least `threshold` times goes to the
 //! hot write point (stream 1), others to the cold one (stream 0). GC copies are placed by the same
 //! rule (the patch's `get_new_page(ssd, lpn)` is shared by host and GC writes; GC does not count).
-//! Source: the FEMU bbssd hot/cold separation patch (algorithms.md §6).
+//! Source: a hot/cold separation patch for the FTL of FEMU's bbssd (black-box SSD) mode.
 //! What it sees: LPN. State: one saturating 16-bit counter per logical page.
 //! Deviations: counters saturate at 65535 (the patch uses u64); counters never decay, and TRIM
 //! does not reset them (as in the patch).

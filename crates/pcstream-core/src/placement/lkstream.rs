@@ -7,8 +7,7 @@
 //! clustered (or predicted cold to zero) → stream 0.
 //! Source: Yang et al., "Reducing Garbage Collection Overhead in SSD Based on Workload
 //! Prediction", HotStorage'19 (named LKStream by the FileStream work); only the abstract is
-//! known, so everything below the "predict, then k-means" structure is our choice
-//! (algorithms.md §5).
+//! known, so everything below the "predict, then k-means" structure is our choice.
 //! What it sees: LPN.
 //! State: per chunk a u32 window count, an f32 prediction and a u8 stream (9 B/chunk);
 //! K centroids.

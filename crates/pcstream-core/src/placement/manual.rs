@@ -4,9 +4,9 @@
 //! (Linux `RWH_WRITE_LIFE_NOT_SET`/`NONE`) → stream 0, otherwise `map[hint]` (default SHORT(2) → 1,
 //! MEDIUM(3) → 2, LONG(4) → 3, EXTREME(5) → 4, any other hint h → h − 1), clamped to N−1.
 //! Unhinted writes may be mapped by their file class (`class_map`), the simulator's stand-in for
-//! per-application recipes (e.g. RocksDB WAL → 1, L0 → 2, … as in algorithms.md §2.5.3).
+//! per-application recipes (e.g. RocksDB WAL → 1, L0 → 2, … as the RocksDB stream patches of the multi-stream SSD papers do).
 //! Source: Kang et al., "The Multi-streamed SSD", HotStorage'14; Yang et al., ScalCom'15;
-//! "ManualStream" of PCStream/FileStream evaluations; algorithms.md §2.
+//! "ManualStream" of the PCStream and FileStream evaluations.
 //! What it sees: the hint; the file class only when `class_map` is given.
 //! State: two small static tables (O(#rules)); nothing per page.
 //! Parameters: `map` (`hint:stream,...`, overrides entries of the default table), `class_map`

@@ -9,7 +9,8 @@
 //! the mean age of the last 16 reclaimed hot-group units.
 //! Source: Oh et al., "MiDAS: Minimizing Write Amplification in Log-Structured Systems through
 //! Adaptive Group Number and Size Configuration", FAST'24; dgist-datalab/MiDAS (`hot.c`,
-//! `gc.c`); algorithms.md §11. This is the "fixed-chain" reduction §11.8 allows, labelled as such.
+//! `gc.c`). This is a "fixed-chain" reduction of it (no model-driven reconfiguration),
+//! labelled as such.
 //! What it sees: LPN, user-vs-GC writes with the victim's group, lifetime feedback (the previous
 //! version's write time, to age it).
 //! State: per LPN a u8 (hot counter 2 bits + current group); 16 scalars for `tw`.

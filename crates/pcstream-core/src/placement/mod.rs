@@ -1,7 +1,7 @@
 //! Placement policies: the trait every scheme implements, the attributes a policy may see, and
 //! the registry (`--policy NAME`).
 //!
-//! The simulator calls the hooks of algorithms.md §13: `on_request` once per host request,
+//! The simulator calls these hooks (docs/POLICIES.md, "The policy interface"): `on_request` once per host request,
 //! `on_write` per host page, `on_invalidate` per overwritten or trimmed page (with the old
 //! version's write time, PC and stream), `gc_destination` per copied page when the policy
 //! classifies GC writes itself, `on_segment_reclaimed` after each erase, `tick` when logical time

@@ -12,8 +12,9 @@
 //! selected; a victim's copies all go to one place, so the GC reserve is one unit). With `all`
 //! every stream's survivors go to its own substream (the FTL's `substream` mode, N more open
 //! units), which costs space where lifetimes do not vary (memoryless overwrites).
-//! Source: PCStream, HotStorage'18 draft (seed 000) and its FAST'19 evaluation (seed 001);
-//! algorithms.md §9.
+//! Source: Kim et al., "PCStream: Automatic Stream Allocation Using Program Contexts",
+//! HotStorage'18, and "Fully Automatic Stream Management for Multi-Streamed SSDs Using Program
+//! Contexts", FAST'19.
 //! What it sees: PC, lifetime feedback (old version's write time and PC); `high_variance` also
 //! the GC victim's write point.
 //! State: per PC one `PcEntry` (56 B) + its hash index slot; K centroids. The per-page write
@@ -24,7 +25,7 @@
 //! first check, every R/16 pages, where some PC has `n_min` lifetimes), `max_pcs` (PC-table
 //! capacity, 2^20 entries; 0 = unbounded; a full table evicts by CLOCK, an O(1) LRU
 //! approximation), `algorithm` = `dp` (optimal 1-D
-//! k-means, default) | `agglomerative` (seed 000), `scale` = `log2` (default) | `raw`,
+//! k-means, default) | `agglomerative` (HotStorage'18), `scale` = `log2` (default) | `raw`,
 //! `stat_decay` (false: halve n, Σℓ, Σℓ² at each reclustering when true), `pc_assign` =
 //! `lifetime` (default) | `first_come` (the bdbm prototype: a PC seen more than
 //! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:

@@ -8,7 +8,7 @@
 //! +∞ until the first 16. The FIFO keeps the last `min(ℓ, #valid pages)` user writes.
 //! Source: Wang et al., "Separating Data via Block Invalidation Time Inference for Write
 //! Amplification Reduction in Log-Structured Storage", FAST'22; artifact fallfish/sepbit
-//! (`SepBIT.java`, `sepbit.cc`); algorithms.md §10.
+//! (`SepBIT.java`, `sepbit.cc`).
 //! What it sees: LPN, user-vs-GC writes with the victim's class and creation time and the copied
 //! page's user-write time, and invalidation events (only to count valid pages, via TRIMs).
 //! State: per LPN its FIFO time (u64) and a live bit; 16 B per FIFO entry; scalars.

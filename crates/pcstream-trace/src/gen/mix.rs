@@ -68,8 +68,8 @@ use rand_distr::{Distribution, Exp, LogNormal, Zipf};
 use serde::{Deserialize, Serialize};
 
 use super::{gen_err, spread, GenParams, Reads, TS_STEP_NS};
+use crate::blocktrace::TraceMeta;
 use crate::error::TraceError;
-use crate::format::TraceMeta;
 
 /// Names accepted by [`MixSpec::preset`].
 pub const MIX_PRESETS: &[&str] = &["rocksdb-like", "hotcold-files", "append-only"];

@@ -19,12 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use pcstream_core::request::{Op, Request};
+use pcstream_core::units::PAGE_BYTES;
 
+use crate::blocktrace::{BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
 use crate::error::{one_line, TraceError};
-use crate::format::TraceMeta;
-use crate::writer::{BlockTraceWriter, DEFAULT_ROW_GROUP_ROWS};
-
-pub const PAGE_BYTES: u64 = 4096;
 
 /// Formats `pcstream import` understands.
 pub const FORMATS: &[&str] = &["blkparse", "msr", "alibaba", "tencent", "fio", "mqsim"];
@@ -204,7 +202,7 @@ pub fn open_text(path: &Path) -> Result<Box<dyn BufRead>, TraceError> {
 fn open_counted(path: &Path, read: Arc<AtomicU64>) -> Result<Box<dyn BufRead>, TraceError> {
     let label = path.display().to_string();
     let f = Counted {
-        inner: crate::reader::open_input(path)?,
+        inner: crate::blocktrace::reader::open_input(path)?,
         read,
     };
     let name = label.to_ascii_lowercase();

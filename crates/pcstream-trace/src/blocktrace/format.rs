@@ -1,0 +1,240 @@
+//! The block-trace Parquet format, version "1": the ten fixed column names with their unsigned
+//! widths, and the fixed `pcstream.*` key-value metadata keys, parsed into [`TraceMeta`].
+//!
+//! Metadata values are strings. `pcstream.files`, `pcstream.file_classes` and `pcstream.pcs` hold
+//! JSON objects whose keys are decimal strings (JSON object keys cannot be numbers).
+
+use std::collections::BTreeMap;
+
+use crate::error::{one_line, TraceError};
+
+/// (name, unsigned width in bits), in the order the writer emits them.
+pub const COLUMNS: [(&str, u8); 10] = [
+    ("ts_ns", 64),
+    ("op", 8),
+    ("lpn", 64),
+    ("pages", 32),
+    ("pc", 64),
+    ("file", 32),
+    ("file_class", 16),
+    ("meta", 8),
+    ("pid", 32),
+    ("hint", 8),
+];
+/// Columns a block trace cannot do without; every other column reads as 0 when absent.
+pub const REQUIRED: [&str; 3] = ["lpn", "pages", "op"];
+
+pub const KEY_FORMAT: &str = "pcstream.format";
+pub const KEY_PAGE_BYTES: &str = "pcstream.page_bytes";
+pub const KEY_CAPACITY: &str = "pcstream.capacity_pages";
+pub const KEY_SOURCE: &str = "pcstream.source";
+pub const KEY_FILES: &str = "pcstream.files";
+pub const KEY_FILE_CLASSES: &str = "pcstream.file_classes";
+pub const KEY_PCS: &str = "pcstream.pcs";
+/// The only format version this crate reads and writes.
+pub const FORMAT_VERSION: &str = "1";
+/// The engine's page size, as the `pcstream.page_bytes` value; other sizes are rejected rather
+/// than silently rescaled.
+pub const PAGE_BYTES: u32 = pcstream_core::units::PAGE_BYTES as u32;
+
+/// Trace-level metadata. Missing optional keys mean "unknown": no capacity (readers then scan for
+/// max(lpn + pages)), empty source, empty tables.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceMeta {
+    pub format: String,
+    pub page_bytes: u32,
+    pub capacity_pages: Option<u64>,
+    pub source: String,
+    /// Dense file id → path.
+    pub files: BTreeMap<u32, String>,
+    /// File-class id → class name.
+    pub file_classes: BTreeMap<u16, String>,
+    /// Signature (decimal string) → list of frames `{module, offset, symbol?}`; always an object.
+    pub pcs: serde_json::Value,
+}
+
+impl Default for TraceMeta {
+    fn default() -> Self {
+        TraceMeta {
+            format: FORMAT_VERSION.into(),
+            page_bytes: PAGE_BYTES,
+            capacity_pages: None,
+            source: String::new(),
+            files: BTreeMap::new(),
+            file_classes: BTreeMap::new(),
+            pcs: serde_json::Value::Object(Default::default()),
+        }
+    }
+}
+
+impl TraceMeta {
+    /// The key-value pairs to store in the Parquet footer (`capacity_pages` only when known).
+    pub fn to_pairs(&self) -> Vec<(String, String)> {
+        let pcs = if self.pcs.is_object() {
+            self.pcs.to_string()
+        } else {
+            "{}".to_string()
+        };
+        let mut v = vec![
+            (KEY_FORMAT.into(), self.format.clone()),
+            (KEY_PAGE_BYTES.into(), self.page_bytes.to_string()),
+            (KEY_SOURCE.into(), self.source.clone()),
+            (
+                KEY_FILES.into(),
+                serde_json::to_string(&self.files).expect("a string map serialises"),
+            ),
+            (
+                KEY_FILE_CLASSES.into(),
+                serde_json::to_string(&self.file_classes).expect("a string map serialises"),
+            ),
+            (KEY_PCS.into(), pcs),
+        ];
+        if let Some(c) = self.capacity_pages {
+            v.push((KEY_CAPACITY.into(), c.to_string()));
+        }
+        v
+    }
+
+    /// Parse the footer's key-value pairs of the file `path` (used in messages only). Keys outside
+    /// `pcstream.*` are ignored; a missing `pcstream.format` is taken as "1" (hand-written files).
+    pub fn from_pairs(
+        path: &str,
+        pairs: &[(String, Option<String>)],
+    ) -> Result<TraceMeta, TraceError> {
+        let mut m = TraceMeta::default();
+        let bad = |key: &str, why: String| TraceError::BadMeta {
+            path: path.into(),
+            key: key.into(),
+            why,
+        };
+        let json_err = |key: &str, e: serde_json::Error, expected: &str| {
+            bad(
+                key,
+                format!(
+                    "malformed JSON ({}); expected {expected}; fix or remove the key",
+                    one_line(e)
+                ),
+            )
+        };
+        for (k, v) in pairs {
+            let Some(v) = v else { continue };
+            match k.as_str() {
+                KEY_FORMAT if v.trim() != FORMAT_VERSION => {
+                    return Err(bad(
+                        k,
+                        format!(
+                            "format version '{v}' is not understood by this pcstream (it reads version {FORMAT_VERSION}); upgrade pcstream"
+                        ),
+                    ));
+                }
+                KEY_PAGE_BYTES => {
+                    m.page_bytes = v.trim().parse().map_err(|_| {
+                        bad(
+                            k,
+                            format!("'{v}' is not a number of bytes; write e.g. 4096"),
+                        )
+                    })?;
+                    if m.page_bytes != PAGE_BYTES {
+                        return Err(bad(
+                            k,
+                            format!(
+                                "page size {v} is not supported (only {PAGE_BYTES}); re-import the trace with 4 KiB pages"
+                            ),
+                        ));
+                    }
+                }
+                KEY_CAPACITY => {
+                    m.capacity_pages = Some(v.trim().parse().map_err(|_| {
+                        bad(
+                            k,
+                            format!("'{v}' is not a number of pages; fix or remove the key"),
+                        )
+                    })?)
+                }
+                KEY_SOURCE => m.source = v.clone(),
+                KEY_FILES => {
+                    m.files = serde_json::from_str(v)
+                        .map_err(|e| json_err(k, e, "an object {\"id\": \"path\"}"))?
+                }
+                KEY_FILE_CLASSES => {
+                    m.file_classes = serde_json::from_str(v)
+                        .map_err(|e| json_err(k, e, "an object {\"id\": \"class name\"}"))?
+                }
+                KEY_PCS => {
+                    let pcs: serde_json::Value = serde_json::from_str(v)
+                        .map_err(|e| json_err(k, e, "an object {\"signature\": [frames]}"))?;
+                    if !pcs.is_object() {
+                        return Err(bad(
+                            k,
+                            "not a JSON object; expected {\"signature\": [frames]}; fix or remove the key".into(),
+                        ));
+                    }
+                    m.pcs = pcs;
+                }
+                _ => {}
+            }
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, Option<String>)> {
+        v.iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect()
+    }
+
+    #[test]
+    fn pairs_round_trip() {
+        let mut m = TraceMeta {
+            capacity_pages: Some(123),
+            source: "pcstream gen zipf".into(),
+            ..Default::default()
+        };
+        m.files.insert(7, "a/b.sst".into());
+        m.file_classes.insert(2, "sst".into());
+        m.pcs = serde_json::json!({"42": [{"module": "x", "offset": 16}]});
+        let back: Vec<_> = m
+            .to_pairs()
+            .into_iter()
+            .map(|(k, v)| (k, Some(v)))
+            .collect();
+        assert_eq!(TraceMeta::from_pairs("t", &back).unwrap(), m);
+    }
+
+    #[test]
+    fn missing_capacity_is_none() {
+        let m = TraceMeta::from_pairs("t", &pairs(&[(KEY_FORMAT, "1")])).unwrap();
+        assert_eq!(m.capacity_pages, None);
+    }
+
+    #[test]
+    fn newer_format_asks_to_upgrade() {
+        let e = TraceMeta::from_pairs("t.parquet", &pairs(&[(KEY_FORMAT, "2")])).unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.starts_with("t.parquet: metadata key pcstream.format"),
+            "{s}"
+        );
+        assert!(s.contains("upgrade pcstream"), "{s}");
+    }
+
+    #[test]
+    fn malformed_json_names_the_key() {
+        let e = TraceMeta::from_pairs("t.parquet", &pairs(&[(KEY_FILES, "{1: x")])).unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.contains("pcstream.files") && s.contains("malformed JSON"),
+            "{s}"
+        );
+        assert!(!s.contains('\n'));
+        let e = TraceMeta::from_pairs("t.parquet", &pairs(&[(KEY_PCS, "[1]")])).unwrap_err();
+        assert!(e.to_string().contains("not a JSON object"));
+        let e = TraceMeta::from_pairs("t.parquet", &pairs(&[(KEY_CAPACITY, "lots")])).unwrap_err();
+        assert!(e.to_string().contains("'lots' is not a number of pages"));
+    }
+}

@@ -1,0 +1,15 @@
+//! Block-level traces, the simulator's input: one row per request (docs/FORMATS.md). [`format`]
+//! holds the columns and footer keys, [`reader`] streams a file (with a prefetching thread for the
+//! simulator), [`writer`] writes one atomically, [`info`] summarises one, and `rowgroups` maps a
+//! global row index to its row group for error messages (shared with the file-trace reader).
+
+pub mod format;
+pub mod info;
+pub mod reader;
+pub(crate) mod rowgroups;
+pub mod writer;
+
+pub use format::{TraceMeta, PAGE_BYTES};
+pub use info::summarize;
+pub use reader::{scan_capacity, BlockTraceReader, Prefetch};
+pub use writer::{BlockTraceWriter, DEFAULT_ROW_GROUP_ROWS};

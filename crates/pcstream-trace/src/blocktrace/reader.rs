@@ -1,0 +1,432 @@
+//! Streaming block-trace reader. The footer and schema are checked when the file is opened;
+//! rows are then decoded one bounded batch at a time (at most [`BATCH_ROWS`]) and every row is
+//! validated, so memory does not grow with the trace length and a bad row is reported with its row
+//! group and row. [`Prefetch`] moves decoding to a second thread so the simulator's loop does not
+//! wait for Parquet.
+//!
+//! Columns may come in any order and with any integer Arrow type; values are converted to the
+//! column's unsigned width and a value that does not fit (negative, too large) is an error rather
+//! than a silent wrap. Absent optional columns read as 0. Columns that are not part of the format
+//! are not decoded at all (projection).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+use pcstream_core::request::{Op, Request};
+
+use super::format::{TraceMeta, COLUMNS, REQUIRED};
+use super::rowgroups::RowGroups;
+use crate::error::{one_line, TraceError};
+
+/// Most rows per decoded batch, whatever the row-group size (bounds memory).
+pub const BATCH_ROWS: usize = 64 * 1024;
+
+/// An open block trace, positioned before its first row.
+pub struct BlockTraceReader {
+    path: PathBuf,
+    label: String,
+    meta: TraceMeta,
+    rows: u64,
+    /// First global row of each row group, plus the total at the end (for error positions).
+    groups: RowGroups,
+    /// Batch column of each of [`COLUMNS`] (`None`: absent, reads as 0).
+    cols: [Option<usize>; 10],
+    inner: ParquetRecordBatchReader,
+    /// Global index of the next row to decode.
+    row: u64,
+}
+
+/// Open an input file with one-line errors: missing, unreadable, or a directory.
+pub(crate) fn open_input(path: &Path) -> Result<File, TraceError> {
+    let label = path.display().to_string();
+    let f = File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => TraceError::Missing {
+            path: label.clone(),
+        },
+        _ => TraceError::Io {
+            path: label.clone(),
+            why: format!("cannot open ({}); check the permissions", one_line(e)),
+        },
+    })?;
+    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(TraceError::Io {
+            path: label,
+            why: "is a directory, not a trace file; give the file itself".into(),
+        });
+    }
+    Ok(f)
+}
+
+fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, TraceError> {
+    let label = path.display().to_string();
+    let f = open_input(path)?;
+    ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| TraceError::NotParquet {
+        path: label,
+        why: one_line(e),
+    })
+}
+
+/// Integer Arrow types the reader converts (value by value, checked) to the column's width.
+pub(crate) fn is_integer(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+    )
+}
+
+/// Copy `vals` into one field of `out` through a checked conversion. For widening unsigned
+/// conversions `try_from` is infallible and the loop compiles to a plain strided copy.
+/// On failure returns (row in batch, offending value).
+#[inline]
+fn copy_col<S, D>(
+    vals: &[S],
+    out: &mut [Request],
+    set: impl Fn(&mut Request, D),
+) -> Result<(), (usize, String)>
+where
+    S: Copy + std::fmt::Display,
+    D: TryFrom<S>,
+{
+    for (k, (r, &v)) in out.iter_mut().zip(vals).enumerate() {
+        match D::try_from(v) {
+            Ok(d) => set(r, d),
+            Err(_) => return Err((k, v.to_string())),
+        }
+    }
+    Ok(())
+}
+
+/// Dispatch once per column on the Arrow type, then run a monomorphic copy loop.
+macro_rules! load {
+    ($a:expr, $out:expr, $field:ident) => {{
+        let set = |r: &mut Request, v| r.$field = v;
+        match $a.data_type() {
+            DataType::UInt8 => copy_col($a.as_primitive::<UInt8Type>().values(), $out, set),
+            DataType::UInt16 => copy_col($a.as_primitive::<UInt16Type>().values(), $out, set),
+            DataType::UInt32 => copy_col($a.as_primitive::<UInt32Type>().values(), $out, set),
+            DataType::UInt64 => copy_col($a.as_primitive::<UInt64Type>().values(), $out, set),
+            DataType::Int8 => copy_col($a.as_primitive::<Int8Type>().values(), $out, set),
+            DataType::Int16 => copy_col($a.as_primitive::<Int16Type>().values(), $out, set),
+            DataType::Int32 => copy_col($a.as_primitive::<Int32Type>().values(), $out, set),
+            DataType::Int64 => copy_col($a.as_primitive::<Int64Type>().values(), $out, set),
+            // The schema was checked at open and every batch follows it.
+            other => unreachable!("column type {other} passed the schema check"),
+        }
+    }};
+}
+
+impl BlockTraceReader {
+    /// Open `path`: read the footer and metadata and check the schema (required columns present,
+    /// known columns integer-typed).
+    pub fn open(path: &Path) -> Result<BlockTraceReader, TraceError> {
+        let label = path.display().to_string();
+        let b = open_builder(path)?;
+        let md = b.metadata().clone();
+        let pairs: Vec<(String, Option<String>)> = md
+            .file_metadata()
+            .key_value_metadata()
+            .map(|kv| {
+                kv.iter()
+                    .map(|k| (k.key.clone(), k.value.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let meta = TraceMeta::from_pairs(&label, &pairs)?;
+        let schema = b.schema().clone();
+        let mut file_idx = [None; 10];
+        for (i, (name, bits)) in COLUMNS.iter().enumerate() {
+            match schema.column_with_name(name) {
+                Some((idx, field)) if is_integer(field.data_type()) => file_idx[i] = Some(idx),
+                Some((_, field)) => {
+                    return Err(TraceError::WrongType {
+                        path: label,
+                        column: name.to_string(),
+                        found: field.data_type().to_string(),
+                        expected: format!("UInt{bits}"),
+                    })
+                }
+                None if REQUIRED.contains(name) => {
+                    return Err(TraceError::MissingColumn {
+                        path: label,
+                        column: name.to_string(),
+                    })
+                }
+                None => {}
+            }
+        }
+        // Projected batches hold the selected columns in file order.
+        let mut selected: Vec<usize> = file_idx.iter().flatten().copied().collect();
+        selected.sort_unstable();
+        let mut cols = [None; 10];
+        for (c, f) in cols.iter_mut().zip(file_idx) {
+            *c = f.map(|f| selected.binary_search(&f).expect("selected"));
+        }
+        let groups = RowGroups::new(&label, &md);
+        let rows = groups.rows();
+        let mask = ProjectionMask::roots(b.parquet_schema(), selected);
+        let inner = b
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(|e| TraceError::NotParquet {
+                path: label.clone(),
+                why: one_line(e),
+            })?;
+        Ok(BlockTraceReader {
+            path: path.to_path_buf(),
+            label,
+            meta,
+            rows,
+            groups,
+            cols,
+            inner,
+            row: 0,
+        })
+    }
+
+    pub fn meta(&self) -> &TraceMeta {
+        &self.meta
+    }
+    pub fn num_rows(&self) -> u64 {
+        self.rows
+    }
+    pub fn num_row_groups(&self) -> usize {
+        self.groups.count()
+    }
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `pcstream.capacity_pages`, or max(lpn + pages) found by a streaming pre-scan of the file
+    /// when the key is absent.
+    pub fn capacity_pages(&self) -> Result<u64, TraceError> {
+        match self.meta.capacity_pages {
+            Some(c) => Ok(c),
+            None => scan_capacity(&self.path),
+        }
+    }
+
+    fn bad_row(&self, row: u64, what: String) -> TraceError {
+        self.groups.bad_row(row, what)
+    }
+
+    /// Clear `out` and fill it with the next batch of rows (at most [`BATCH_ROWS`]); `Ok(false)`
+    /// once the trace is exhausted. Every row is validated: op in 0..=3, pages ≥ 1 unless the op
+    /// is a flush, lpn + pages ≤ `pcstream.capacity_pages` when the key is present.
+    pub fn next_batch(&mut self, out: &mut Vec<Request>) -> Result<bool, TraceError> {
+        out.clear();
+        let batch = match self.inner.next() {
+            None => return Ok(false),
+            Some(Err(e)) => return Err(self.groups.decode_error(self.row, e)),
+            Some(Ok(b)) => b,
+        };
+        out.resize(batch.num_rows(), Request::default());
+        for (field, c) in self.cols.iter().enumerate() {
+            if let Some(idx) = *c {
+                self.load(batch.column(idx), field, out)?;
+            }
+        }
+        self.validate(out)?;
+        self.row += out.len() as u64;
+        Ok(true)
+    }
+
+    /// Copy one column (field index into [`COLUMNS`]) of the current batch into `out`.
+    fn load(&self, a: &ArrayRef, field: usize, out: &mut [Request]) -> Result<(), TraceError> {
+        let (name, bits) = COLUMNS[field];
+        if a.null_count() > 0 {
+            let k = (0..a.len()).find(|&k| a.is_null(k)).unwrap_or(0);
+            return Err(self.bad_row(
+                self.row + k as u64,
+                format!("column {name} is null; every row needs a value (write 0 for unknown)"),
+            ));
+        }
+        let res = match field {
+            0 => load!(a, out, ts_ns),
+            1 => load!(a, out, op),
+            2 => load!(a, out, lpn),
+            3 => load!(a, out, pages),
+            4 => load!(a, out, pc),
+            5 => load!(a, out, file),
+            6 => load!(a, out, file_class),
+            7 => load!(a, out, meta),
+            8 => load!(a, out, pid),
+            _ => load!(a, out, hint),
+        };
+        res.map_err(|(k, v)| {
+            self.bad_row(
+                self.row + k as u64,
+                format!(
+                    "{name} = {v} does not fit the column's type (UInt{bits}); re-write the trace with values in range"
+                ),
+            )
+        })
+    }
+
+    fn validate(&self, out: &[Request]) -> Result<(), TraceError> {
+        let cap = self.meta.capacity_pages.unwrap_or(u64::MAX);
+        // Fast check over the whole batch first; locate the culprit only when something is off.
+        let ok = out.iter().all(|r| {
+            r.op <= 3
+                && (r.op == Op::Flush as u8
+                    || (r.pages > 0 && r.lpn <= cap && r.pages as u64 <= cap - r.lpn))
+        });
+        if ok {
+            return Ok(());
+        }
+        for (k, r) in out.iter().enumerate() {
+            let row = self.row + k as u64;
+            let Some(op) = Op::from_u8(r.op) else {
+                return Err(self.bad_row(
+                    row,
+                    format!(
+                        "op {} is not 0 (write), 1 (trim), 2 (read) or 3 (flush); fix the importer or the trace",
+                        r.op
+                    ),
+                ));
+            };
+            if op == Op::Flush {
+                continue;
+            }
+            if r.pages == 0 {
+                return Err(self.bad_row(
+                    row,
+                    format!(
+                        "pages is 0 for a {}; every write, trim or read covers at least 1 page; fix the importer or the trace",
+                        ["write", "trim", "read"][r.op as usize]
+                    ),
+                ));
+            }
+            if r.lpn > cap || r.pages as u64 > cap - r.lpn {
+                let what = match self.meta.capacity_pages {
+                    Some(c) => format!(
+                        "lpn {} + {} pages is beyond the trace capacity ({c} pages); re-generate the trace or fix pcstream.capacity_pages",
+                        r.lpn, r.pages
+                    ),
+                    None => format!(
+                        "lpn {} + {} pages overflows the 64-bit address space; fix the importer or the trace",
+                        r.lpn, r.pages
+                    ),
+                };
+                return Err(self.bad_row(row, what));
+            }
+        }
+        Ok(())
+    }
+
+    /// Decode on a background thread, up to `depth` batches ahead of the consumer.
+    pub fn into_prefetch(mut self, depth: usize) -> Prefetch {
+        let depth = depth.max(1);
+        let label = self.label.clone();
+        let (tx, rx) = sync_channel::<Result<Vec<Request>, TraceError>>(depth);
+        let (back_tx, back_rx) = sync_channel::<Vec<Request>>(depth + 2);
+        let handle = std::thread::Builder::new()
+            .name("pcstream-decode".into())
+            .spawn(move || loop {
+                // Reuse a Vec the consumer handed back, if any: no allocation in steady state.
+                let mut buf = back_rx.try_recv().unwrap_or_default();
+                match self.next_batch(&mut buf) {
+                    Ok(true) => {
+                        if tx.send(Ok(buf)).is_err() {
+                            return; // consumer gone
+                        }
+                    }
+                    Ok(false) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            })
+            .expect("spawning the decoding thread");
+        Prefetch {
+            rx: Some(rx),
+            back: back_tx,
+            handle: Some(handle),
+            label,
+            done: false,
+        }
+    }
+}
+
+/// Batches decoded ahead on a background thread (see [`BlockTraceReader::into_prefetch`]).
+pub struct Prefetch {
+    rx: Option<Receiver<Result<Vec<Request>, TraceError>>>,
+    back: SyncSender<Vec<Request>>,
+    handle: Option<JoinHandle<()>>,
+    label: String,
+    done: bool,
+}
+
+impl Prefetch {
+    /// The next batch, an error (after which the stream ends), or `None` at the end of the trace.
+    pub fn next_batch(&mut self) -> Option<Result<Vec<Request>, TraceError>> {
+        if self.done {
+            return None;
+        }
+        match self.rx.as_ref()?.recv() {
+            Ok(Ok(b)) => Some(Ok(b)),
+            Ok(Err(e)) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            Err(_) => {
+                // Sender gone: normal end, unless the thread died; never report a crash as EOF.
+                self.done = true;
+                let panicked = self.handle.take().is_some_and(|h| h.join().is_err());
+                panicked.then(|| {
+                    Err(TraceError::Io {
+                        path: self.label.clone(),
+                        why: "the decoding thread panicked; this is a bug in pcstream, please report it".into(),
+                    })
+                })
+            }
+        }
+    }
+
+    /// Hand a consumed batch back so the decoder can refill it instead of allocating.
+    pub fn recycle(&mut self, v: Vec<Request>) {
+        let _ = self.back.try_send(v);
+    }
+}
+
+impl Drop for Prefetch {
+    fn drop(&mut self) {
+        // Dropping the receiver unblocks a decoder waiting to send; then wait for it.
+        self.rx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// max(lpn + pages) over every row of the trace, streaming; the capacity of traces without
+/// `pcstream.capacity_pages`.
+pub fn scan_capacity(path: &Path) -> Result<u64, TraceError> {
+    let mut r = BlockTraceReader::open(path)?;
+    let mut buf = Vec::new();
+    let mut cap = 0u64;
+    while r.next_batch(&mut buf)? {
+        for q in &buf {
+            cap = cap.max(q.lpn + q.pages as u64); // no overflow: validated
+        }
+    }
+    Ok(cap)
+}

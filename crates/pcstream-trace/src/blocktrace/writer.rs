@@ -1,0 +1,247 @@
+//! Block-trace writer: all ten columns as unsigned integers, zstd-compressed, with the fixed
+//! `pcstream.*` metadata. Rows are validated as they are pushed (the same rules the reader
+//! enforces), so the writer never produces a trace the reader rejects.
+//!
+//! Output goes to `PATH.tmp-<pid>` and is renamed onto `PATH` by [`BlockTraceWriter::finish`];
+//! on any error, or when the writer is dropped unfinished, the temporary file is removed: a
+//! partial trace is never left behind.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+use pcstream_core::request::{Op, Request};
+
+use super::format::{TraceMeta, COLUMNS, KEY_CAPACITY};
+use crate::error::{one_line, TraceError};
+
+/// Default rows per row group (1 Mi).
+pub const DEFAULT_ROW_GROUP_ROWS: usize = 1 << 20;
+/// Rows buffered before they are handed to the Parquet encoder.
+const CHUNK_ROWS: usize = 64 * 1024;
+
+/// Writes one block trace; see the module documentation.
+pub struct BlockTraceWriter {
+    path: PathBuf,
+    label: String,
+    tmp: PathBuf,
+    writer: Option<ArrowWriter<File>>,
+    schema: Arc<Schema>,
+    meta: TraceMeta,
+    buf: Vec<Request>,
+    chunk_rows: usize,
+    row_group_rows: usize,
+    rows: u64,
+    /// max(lpn + pages) so far, to check a capacity set after the rows.
+    max_end: u64,
+}
+
+fn dtype(bits: u8) -> DataType {
+    match bits {
+        8 => DataType::UInt8,
+        16 => DataType::UInt16,
+        32 => DataType::UInt32,
+        _ => DataType::UInt64,
+    }
+}
+
+impl BlockTraceWriter {
+    /// Start writing `path` with metadata `meta` and `row_group_rows` rows per row group
+    /// ([`DEFAULT_ROW_GROUP_ROWS`] is a good default; 0 is taken as 1).
+    pub fn create(
+        path: &Path,
+        meta: &TraceMeta,
+        row_group_rows: usize,
+    ) -> Result<BlockTraceWriter, TraceError> {
+        let label = path.display().to_string();
+        let io = |e: &dyn std::fmt::Display| TraceError::Io {
+            path: label.clone(),
+            why: format!(
+                "cannot write ({}); check that the directory exists and is writable",
+                one_line(e)
+            ),
+        };
+        let name = path
+            .file_name()
+            .ok_or_else(|| io(&"the path names no file"))?
+            .to_string_lossy()
+            .into_owned();
+        let tmp = path.with_file_name(format!("{name}.tmp-{}", std::process::id()));
+        let file = File::create(&tmp).map_err(|e| io(&e))?;
+        let schema = Arc::new(Schema::new(
+            COLUMNS
+                .iter()
+                .map(|(n, b)| Field::new(*n, dtype(*b), false))
+                .collect::<Vec<_>>(),
+        ));
+        let row_group_rows = row_group_rows.max(1);
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(3).expect("zstd level 3 exists"),
+            ))
+            .set_max_row_group_size(row_group_rows)
+            .build();
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(&e)
+        })?;
+        Ok(BlockTraceWriter {
+            path: path.to_path_buf(),
+            label,
+            tmp,
+            writer: Some(writer),
+            schema,
+            meta: meta.clone(),
+            buf: Vec::with_capacity(CHUNK_ROWS.min(row_group_rows)),
+            chunk_rows: CHUNK_ROWS.min(row_group_rows),
+            row_group_rows,
+            rows: 0,
+            max_end: 0,
+        })
+    }
+
+    /// Replace the metadata written at [`finish`](Self::finish) (the footer comes last, so tables
+    /// built while generating, such as `pcstream.files`, can be set after the rows).
+    pub fn set_meta(&mut self, meta: &TraceMeta) {
+        self.meta = meta.clone();
+    }
+
+    /// Rows pushed so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Append one row. Rejects rows the reader would reject (bad op, 0 pages, beyond capacity).
+    pub fn push(&mut self, r: &Request) -> Result<(), TraceError> {
+        self.check(r)?;
+        self.buf.push(*r);
+        self.rows += 1;
+        if r.op != Op::Flush as u8 {
+            self.max_end = self.max_end.max(r.lpn + r.pages as u64);
+        }
+        if self.buf.len() >= self.chunk_rows {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn check(&self, r: &Request) -> Result<(), TraceError> {
+        let what = if Op::from_u8(r.op).is_none() {
+            format!(
+                "op {} is not 0 (write), 1 (trim), 2 (read) or 3 (flush)",
+                r.op
+            )
+        } else if r.op == Op::Flush as u8 {
+            return Ok(());
+        } else if r.pages == 0 {
+            "pages is 0; every write, trim or read covers at least 1 page".into()
+        } else if r
+            .lpn
+            .checked_add(r.pages as u64)
+            .is_none_or(|end| self.meta.capacity_pages.is_some_and(|c| end > c))
+        {
+            format!(
+                "lpn {} + {} pages is beyond the trace capacity ({} pages)",
+                r.lpn,
+                r.pages,
+                self.meta
+                    .capacity_pages
+                    .map_or("2^64".to_string(), |c| c.to_string())
+            )
+        } else {
+            return Ok(());
+        };
+        let n = self.rows;
+        Err(TraceError::BadRow {
+            path: self.label.clone(),
+            group: (n / self.row_group_rows as u64) as usize,
+            row: n % self.row_group_rows as u64,
+            what: format!("{what}; the row was not written: fix the generator or importer"),
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), TraceError> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let b = &self.buf;
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from_iter_values(b.iter().map(|r| r.ts_ns))),
+            Arc::new(UInt8Array::from_iter_values(b.iter().map(|r| r.op))),
+            Arc::new(UInt64Array::from_iter_values(b.iter().map(|r| r.lpn))),
+            Arc::new(UInt32Array::from_iter_values(b.iter().map(|r| r.pages))),
+            Arc::new(UInt64Array::from_iter_values(b.iter().map(|r| r.pc))),
+            Arc::new(UInt32Array::from_iter_values(b.iter().map(|r| r.file))),
+            Arc::new(UInt16Array::from_iter_values(
+                b.iter().map(|r| r.file_class),
+            )),
+            Arc::new(UInt8Array::from_iter_values(b.iter().map(|r| r.meta))),
+            Arc::new(UInt32Array::from_iter_values(b.iter().map(|r| r.pid))),
+            Arc::new(UInt8Array::from_iter_values(b.iter().map(|r| r.hint))),
+        ];
+        let batch =
+            RecordBatch::try_new(self.schema.clone(), cols).expect("columns match the schema");
+        let w = self.writer.as_mut().expect("writer open until finish");
+        w.write(&batch).map_err(|e| TraceError::Io {
+            path: self.label.clone(),
+            why: format!(
+                "write failed ({}); check free disk space; nothing was written",
+                one_line(e)
+            ),
+        })?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Flush the last rows, write the footer and move the trace into place. Returns the number
+    /// of rows written.
+    pub fn finish(mut self) -> Result<u64, TraceError> {
+        self.flush()?;
+        if let Some(c) = self.meta.capacity_pages {
+            if self.max_end > c {
+                return Err(TraceError::BadMeta {
+                    path: self.label.clone(),
+                    key: KEY_CAPACITY.into(),
+                    why: format!(
+                        "{c} pages is less than the rows address ({} pages); set a larger capacity; nothing was written",
+                        self.max_end
+                    ),
+                });
+            }
+        }
+        let mut w = self.writer.take().expect("writer open until finish");
+        for (k, v) in self.meta.to_pairs() {
+            w.append_key_value_metadata(KeyValue::new(k, v));
+        }
+        let fail = |what: &str, e: &dyn std::fmt::Display| TraceError::Io {
+            path: self.label.clone(),
+            why: format!(
+                "{what} failed ({}); check free disk space; nothing was written",
+                one_line(e)
+            ),
+        };
+        let res = w
+            .close()
+            .map_err(|e| fail("closing", &e))
+            .and_then(|_| std::fs::rename(&self.tmp, &self.path).map_err(|e| fail("renaming", &e)));
+        if res.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        res.map(|_| self.rows)
+    }
+}
+
+impl Drop for BlockTraceWriter {
+    fn drop(&mut self) {
+        // Still open: not finished (error or early return); remove the partial output.
+        if self.writer.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! File-level traces: what programs asked of the file system, one row per call (the output of
+//! the record stage, the input of the map stage). The columns and footer are in docs/FORMATS.md:
+//! `ts_ns u64, pid u32, tid u32, op string, fd i32, dev u64, ino u64, offset u64, len u64, pc u64,
+//! flags u32, path u32, path2 u32`; the footer holds the block-trace keys plus `pcstream.paths`
+//! (JSON id → path; ids from 1, 0 = none). Rows of all processes are ordered by time (then pid,
+//! tid, log order).
+//!
+//! [`event`] is the in-memory row, [`reader`] streams a file back into events, [`writer`] encodes
+//! events.
+
+pub mod event;
+pub mod reader;
+pub mod writer;
+
+pub use event::{FileEvent, FileOp};
+pub use reader::FileTraceReader;
+pub use writer::{write_events, write_rows, FILE_COLUMNS};
+
+/// Footer key of the path table.
+pub const KEY_PATHS: &str = "pcstream.paths";

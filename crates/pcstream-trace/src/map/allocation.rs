@@ -1,0 +1,238 @@
+//! The model's block allocation, as ext4's mballoc does it: the goal block of a file's next
+//! extent, per-inode preallocation windows and per-CPU locality groups for small files, extent
+//! map updates (with extent-tree blocks), and freeing — immediately for never-written
+//! preallocations, at the next commit for freed data (then discarded with `-o discard`).
+//! The free-space bitmaps themselves are in [`super::freespace`].
+
+use pcstream_core::request::meta;
+
+use super::extent::{tree_blocks, EXTENTS_PER_BLOCK};
+use super::freespace::normalize;
+use super::*;
+
+impl FsModel {
+    /// Free now (preallocated blocks never written: no journal wait, no discard).
+    pub(super) fn release_now(&mut self, start: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        self.free.release(start, len);
+        self.jadd_group(start, len);
+    }
+
+    /// Free when the running transaction commits (blocks that held data or metadata).
+    pub(super) fn free_later(&mut self, start: u64, len: u64, file: u32, class: u16) {
+        if len == 0 {
+            return;
+        }
+        self.jadd_group(start, len);
+        if let Some(last) = self.pending_free.last_mut() {
+            if last.start + last.len == start && last.file == file {
+                last.len += len;
+                return;
+            }
+        }
+        self.pending_free.push(PendingFree {
+            start,
+            len,
+            file,
+            class,
+        });
+    }
+
+    /// Take up to `want` blocks near `goal` (see [`FreeSpace::find`]); on a full file system,
+    /// commit (releasing blocks freed by the running transaction) and drop preallocations, then
+    /// try again.
+    pub(super) fn take(
+        &mut self,
+        goal: u64,
+        want: u64,
+        from_group: Option<u32>,
+        sink: Sink,
+    ) -> Result<(u64, u64), FsError> {
+        for attempt in 0..2 {
+            if let Some((s, n)) = self.free.find(goal, want, from_group) {
+                self.free.take(s, n);
+                self.jadd_group(s, n);
+                return Ok((s, n));
+            }
+            if attempt == 0 {
+                self.commit(sink);
+                self.drop_all_preallocations();
+            }
+        }
+        Err(FsError {
+            event: self.events.saturating_sub(1),
+            what: format!(
+                "the modelled file system is full ({} blocks of 4 KiB, {} MiB); raise --capacity",
+                self.opts.capacity_pages,
+                self.opts.capacity_pages / 256
+            ),
+        })
+    }
+
+    pub(super) fn drop_all_preallocations(&mut self) {
+        for i in 0..self.lg.len() {
+            if let Some((s, n)) = self.lg[i].take() {
+                self.release_now(s, n);
+            }
+        }
+        for i in 0..self.files.len() {
+            if let Some(pa) = self.files[i].as_mut().and_then(|f| f.pa.take()) {
+                self.release_now(pa.pstart, pa.len);
+            }
+        }
+    }
+
+    pub(super) fn discard_pa(&mut self, f: &mut File) {
+        if let Some(pa) = f.pa.take() {
+            self.release_now(pa.pstart, pa.len);
+        }
+    }
+
+    /// Allocation goal for logical block `l` of `f`: continue the previous extent, else the
+    /// start of the group after the inode's flex group base (ext4 keeps data off the group that
+    /// carries the flex group's metadata).
+    pub(super) fn goal(&self, f: &File, l: u64) -> u64 {
+        if let Some(g) = f.ext.goal_for(l) {
+            return g;
+        }
+        let mut g = self.layout.inode_group(f.ino) & !(FLEX_GROUPS - 1);
+        if g + 1 < self.layout.groups {
+            g += 1;
+        }
+        self.layout.group_start(g)
+    }
+
+    /// Record a new mapping in `f` and the extent-tree blocks it may need.
+    pub(super) fn map(
+        &mut self,
+        f: &mut File,
+        l: u64,
+        phys: u64,
+        n: u64,
+        unwritten: bool,
+        sink: Sink,
+    ) -> Result<(), FsError> {
+        let idx = f.ext.insert(l, phys, n, unwritten);
+        self.update_tree(f, idx, sink)
+    }
+
+    /// Keep `f.tree` as large as its extents need; dirty the leaf holding extent `idx`.
+    pub(super) fn update_tree(
+        &mut self,
+        f: &mut File,
+        idx: usize,
+        sink: Sink,
+    ) -> Result<(), FsError> {
+        let need = tree_blocks(f.ext.len());
+        while f.tree.len() < need {
+            let goal = f.tree.last().map_or_else(|| self.goal(f, 0), |b| b + 1);
+            let (b, _) = self.take(goal, 1, None, sink)?;
+            f.tree.push(b);
+        }
+        while f.tree.len() > need {
+            let b = f.tree.pop().expect("non-empty");
+            self.free_later(b, 1, 0, 0);
+        }
+        if !f.tree.is_empty() {
+            let leaf = (idx / EXTENTS_PER_BLOCK).min(f.tree.len() - 1);
+            self.jadd(f.tree[leaf], meta::OTHER);
+        }
+        Ok(())
+    }
+
+    /// Allocate and map `[l, l + n)` (unmapped) of `f`, as mballoc would: from the inode's
+    /// preallocation, from the locality group's window for small files, or a normalised window
+    /// (the surplus kept as the inode's preallocation) for larger ones.
+    pub(super) fn allocate(
+        &mut self,
+        f: &mut File,
+        l: u64,
+        n: u64,
+        unwritten: bool,
+        sink: Sink,
+    ) -> Result<(), FsError> {
+        let (mut l, mut rem) = (l, n);
+        while rem > 0 {
+            if let Some(pa) = f.pa {
+                if l >= pa.lstart && l < pa.lstart + pa.len {
+                    let skip = l - pa.lstart;
+                    self.release_now(pa.pstart, skip);
+                    let k = rem.min(pa.len - skip);
+                    let phys = pa.pstart + skip;
+                    let left = pa.len - skip - k;
+                    f.pa = (left > 0).then_some(Prealloc {
+                        lstart: l + k,
+                        pstart: phys + k,
+                        len: left,
+                    });
+                    self.map(f, l, phys, k, unwritten, sink)?;
+                    l += k;
+                    rem -= k;
+                    continue;
+                }
+                self.discard_pa(f);
+            }
+            let size_blocks = f.size.div_ceil(BLOCK).max(l + rem);
+            let goal = self.goal(f, l);
+            if size_blocks < self.opts.stream_request_pages {
+                // Small file: the locality group's window.
+                let lgi = (f.last_pid % self.lg.len() as u32) as usize;
+                if let Some((s, k)) = self.lg[lgi] {
+                    if k >= rem {
+                        self.lg[lgi] = (k > rem).then_some((s + rem, k - rem));
+                        self.map(f, l, s, rem, unwritten, sink)?;
+                        return Ok(());
+                    }
+                    self.lg[lgi] = None;
+                    self.release_now(s, k);
+                }
+                let (s, k) =
+                    self.take(goal, self.opts.group_prealloc_pages.max(rem), None, sink)?;
+                let used = k.min(rem);
+                if k > used {
+                    self.lg[lgi] = Some((s + used, k - used));
+                }
+                self.map(f, l, s, used, unwritten, sink)?;
+                l += used;
+                rem -= used;
+                continue;
+            }
+            // Stream allocation: a normalised window, tried at the goal, then from the group of
+            // the last stream allocation (mballoc's global goal).
+            let (ws, wl) = normalize(l, rem, size_blocks, self.opts.max_inode_prealloc_pages);
+            let wend = (ws + wl)
+                .max(l + rem)
+                .min(f.ext.next_mapped(l))
+                .max(l + rem);
+            let total = wend - l;
+            let from = Some(self.cursor_group);
+            let found = match self.free.find(goal, total, from) {
+                Some((s, k)) if k >= total => Some((s, k)),
+                _ => None,
+            };
+            let (s, k) = match found {
+                Some((s, k)) => {
+                    self.free.take(s, k);
+                    self.jadd_group(s, k);
+                    (s, k)
+                }
+                None => self.take(goal, rem, from, sink)?,
+            };
+            self.cursor_group = self.layout.group_of(s);
+            let used = k.min(rem);
+            if k > used {
+                f.pa = Some(Prealloc {
+                    lstart: l + used,
+                    pstart: s + used,
+                    len: k - used,
+                });
+            }
+            self.map(f, l, s, used, unwritten, sink)?;
+            l += used;
+            rem -= used;
+        }
+        Ok(())
+    }
+}

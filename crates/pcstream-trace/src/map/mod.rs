@@ -1,0 +1,434 @@
+//! The map stage: an ext4-like file-system model that turns a file-level trace (what programs
+//! asked of the file system) into the block-level trace an ext4 file system on the device would
+//! have issued. Pure and deterministic: the same events give the same requests. Memory is bounded
+//! by the live files, open descriptors, dirty pages and the path table, not by the number of
+//! events. docs/FSMODEL.md describes the model, its defaults and its simplifications.
+//!
+//! This file holds the model's state ([`FsModel`]), its construction, the end of a trace and
+//! [`map_file_trace`] (Parquet in, Parquet out). The model's behaviour is split by what it does:
+//! - `events`: applying one event (dispatch, checks, the handler of each op);
+//! - `namespace`: paths, directories, inode incarnations, descriptors;
+//! - `allocation`: mballoc's goals, preallocation, extent updates, freeing; on the free-space
+//!   bitmaps of [`freespace`] and the extent maps of [`extent`];
+//! - `writeback`: when dirty data reach the disk; the dirty pages are kept by [`pagecache`];
+//! - [`journal`]: jbd2 (transactions, commits, checkpoints) and the model's use of it;
+//! - [`output`]: the requests emitted and the counters;
+//! - [`layout`] (mke2fs's on-disk layout), [`classes`] (file-name classes), [`options`] (the
+//!   parameters, from mount options).
+
+mod allocation;
+pub mod classes;
+mod events;
+pub mod extent;
+pub mod freespace;
+pub mod journal;
+pub mod layout;
+mod namespace;
+pub mod options;
+pub mod output;
+pub mod pagecache;
+mod writeback;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use pcstream_core::request::Request;
+use pcstream_core::units::PAGE_BYTES;
+use rustc_hash::FxHashMap;
+
+use crate::blocktrace::{BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
+use crate::error::TraceError;
+use crate::filetrace::FileTraceReader;
+use extent::ExtentMap;
+use freespace::{FreeSpace, InodeMap};
+use journal::Journal;
+use layout::{Layout, FLEX_GROUPS, ROOT_INO};
+pub use options::MapOptions;
+use output::Out;
+pub use output::{FsError, MapSummary, MetaPages};
+use pagecache::{DirtyPage, DirtyPages, DirtyQueue};
+
+/// Bytes per block: ext4 with 4 KiB blocks, one page each.
+const BLOCK: u64 = PAGE_BYTES;
+/// Bytes of a directory block's first entries (`.` and `..`).
+const DIR_HEAD_BYTES: u16 = 24;
+/// Open flags (Linux generic values).
+const O_CREAT: u32 = 0o100;
+const O_TRUNC: u32 = 0o1000;
+const O_CLOEXEC: u32 = 0o2_000_000;
+/// `sync_file_range` flag that starts writeback.
+const SYNC_FILE_RANGE_WRITE: u32 = 2;
+/// fallocate modes.
+const FALLOC_KEEP_SIZE: u32 = 0x01;
+const FALLOC_COLLAPSE_RANGE: u32 = 0x08;
+const FALLOC_ZERO_RANGE: u32 = 0x10;
+const FALLOC_INSERT_RANGE: u32 = 0x20;
+/// Largest file offset ext4 allows with 4 KiB blocks (16 TiB).
+const MAX_FILE_BYTES: u64 = 1 << 44;
+/// Largest single write Linux performs (`MAX_RW_COUNT`).
+const MAX_WRITE_BYTES: u64 = 0x7fff_f000;
+
+/// An inode preallocation: physical blocks reserved for logical blocks `lstart..lstart+len`.
+#[derive(Clone, Copy, Debug)]
+struct Prealloc {
+    lstart: u64,
+    pstart: u64,
+    len: u64,
+}
+
+/// A directory entry: directory, block index in it, record length.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    dir: u32,
+    block: u32,
+    rec: u16,
+}
+
+/// One inode incarnation.
+struct File {
+    // Fixed at creation.
+    out_id: u32,
+    ino: u32,
+    key: Option<(u64, u64)>,
+    // Name.
+    path: u32,
+    class: u16,
+    entry: Option<Entry>,
+    linked: bool,
+    orphan: bool,
+    // Data.
+    size: u64,
+    ext: ExtentMap,
+    tree: Vec<u64>,
+    pa: Option<Prealloc>,
+    dirty: DirtyPages,
+    dirtied_ns: Option<u64>,
+    // Open state.
+    open_fds: u32,
+    da_alloc_close: bool,
+    last_pid: u32,
+    // Journal bookkeeping: transaction of the last change needing fsync / fdatasync, and the
+    // transaction the inode block was last added to.
+    meta_tid: u64,
+    datasync_tid: u64,
+    inode_tid: u64,
+}
+
+struct Dir {
+    ino: u32,
+    blocks: Vec<u64>,
+    free: Vec<u16>,
+}
+
+#[derive(Clone, Copy)]
+struct PathInfo {
+    dir: u32,
+    name_len: u16,
+    class: u16,
+    hash: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Fd {
+    slot: u32,
+    cloexec: bool,
+}
+
+/// A freed extent waiting for its transaction to commit (then released and discarded).
+#[derive(Clone, Copy)]
+struct PendingFree {
+    start: u64,
+    len: u64,
+    file: u32,
+    class: u16,
+}
+
+fn fnv(s: &str) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for b in s.bytes() {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// The in-memory model; see the module documentation. Feed events in time order with
+/// [`FsModel::apply`], then call [`FsModel::finish`].
+pub struct FsModel {
+    opts: MapOptions,
+    layout: Layout,
+    free: FreeSpace,
+    inodes: InodeMap,
+    journal: Journal,
+    out: Out,
+    // Files and names.
+    files: Vec<Option<File>>,
+    gens: Vec<u32>,
+    free_slots: Vec<u32>,
+    by_key: FxHashMap<(u64, u64), u32>,
+    by_path: FxHashMap<u32, u32>,
+    paths: FxHashMap<u32, PathInfo>,
+    path_names: FxHashMap<u32, String>,
+    dirs: Vec<Dir>,
+    dir_index: FxHashMap<String, u32>,
+    /// Output file id − 1 → path id.
+    out_paths: Vec<u32>,
+    procs: FxHashMap<u32, FxHashMap<i32, Fd>>,
+    // Page cache.
+    queue: DirtyQueue,
+    dirty_pages: u64,
+    dirty_limit_pages: u64,
+    // Allocation.
+    pending_free: Vec<PendingFree>,
+    lg: Vec<Option<(u64, u64)>>,
+    cursor_group: u32,
+    /// Metadata changes are not journalled while set (materialising pre-existing files).
+    quiet: bool,
+    // Time.
+    t0: Option<u64>,
+    next_wb_ns: u64,
+    // Counters.
+    events: u64,
+    unknown_ops: u64,
+    unsupported_falloc: u64,
+    anonymous_writes: u64,
+    scratch: Vec<(u64, DirtyPage)>,
+}
+
+type Sink<'a> = &'a mut dyn FnMut(Request);
+
+impl FsModel {
+    /// A freshly made file system of `opts.capacity_pages` blocks.
+    pub fn new(opts: MapOptions) -> Result<FsModel, FsError> {
+        let err = |what: String| FsError { event: 0, what };
+        let layout = Layout::new(opts.capacity_pages, opts.journal_pages).map_err(err)?;
+        let mut free = FreeSpace::new(&layout);
+        // The journal: contiguous from the start of the middle flex group's data area.
+        let mid = ((layout.groups - 1) / 2) & !(FLEX_GROUPS - 1);
+        let mut area = Vec::new();
+        let mut left = layout.journal_blocks;
+        let mut goal = layout.group_start(mid);
+        while left > 0 {
+            let (s, n) = free
+                .find(goal, left, None)
+                .ok_or_else(|| err("no room for the journal; raise --capacity".into()))?;
+            free.take(s, n);
+            area.push((s, n));
+            left -= n;
+            goal = s + n;
+        }
+        let journal = Journal::new(area, opts.checkpoint_fraction);
+        let inodes = InodeMap::new(layout.groups);
+        let root_block = free
+            .find(0, 1, None)
+            .ok_or_else(|| err("no room for the root directory; raise --capacity".into()))?;
+        free.take(root_block.0, 1);
+        let dirty_limit_pages = (opts.dirty_bytes_limit / BLOCK).max(16);
+        let out = Out {
+            now: 0,
+            barrier: opts.barrier,
+            max_req: opts.max_request_pages.max(1) as u64,
+            s: MapSummary {
+                capacity_pages: opts.capacity_pages,
+                ..Default::default()
+            },
+        };
+        let mut dir_index = FxHashMap::default();
+        dir_index.insert(String::new(), 0);
+        Ok(FsModel {
+            lg: vec![None; opts.cpus.max(1) as usize],
+            layout,
+            free,
+            inodes,
+            journal,
+            out,
+            files: Vec::new(),
+            gens: Vec::new(),
+            free_slots: Vec::new(),
+            by_key: FxHashMap::default(),
+            by_path: FxHashMap::default(),
+            paths: FxHashMap::default(),
+            path_names: FxHashMap::default(),
+            dirs: vec![Dir {
+                ino: ROOT_INO,
+                blocks: vec![root_block.0],
+                free: vec![BLOCK as u16 - DIR_HEAD_BYTES],
+            }],
+            dir_index,
+            out_paths: Vec::new(),
+            procs: FxHashMap::default(),
+            queue: DirtyQueue::default(),
+            dirty_pages: 0,
+            dirty_limit_pages,
+            pending_free: Vec::new(),
+            cursor_group: 0,
+            quiet: false,
+            t0: None,
+            next_wb_ns: opts.writeback_interval_ns.max(1),
+            events: 0,
+            unknown_ops: 0,
+            unsupported_falloc: 0,
+            anonymous_writes: 0,
+            scratch: Vec::new(),
+            opts,
+        })
+    }
+
+    /// The layout in use (journal size, groups, ...).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Physical extents of the live file named `path` (path id) as (lpn, pages), in logical
+    /// order; empty when unknown. For tests and diagnostics.
+    pub fn extents_of(&self, path: u32) -> Vec<(u64, u64)> {
+        self.by_path
+            .get(&path)
+            .and_then(|&s| self.files[s as usize].as_ref())
+            .map(|f| f.ext.iter().map(|e| (e.phys, e.len)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Dirty pages in the page cache now.
+    pub fn dirty_pages(&self) -> u64 {
+        self.dirty_pages
+    }
+
+    fn idle(&self) -> bool {
+        self.dirty_pages == 0 && self.journal.running_len() == 0 && !self.journal.home_dirty()
+    }
+
+    /// End of the trace: the system stays up with no more events, so the timers run until all
+    /// dirty data, the running transaction and dirty metadata have reached the disk. Returns the
+    /// summary.
+    pub fn finish(&mut self, sink: &mut dyn FnMut(Request)) -> Result<MapSummary, FsError> {
+        let mut guard = 0;
+        while !self.idle() {
+            let commit_at = self
+                .journal
+                .started_ns
+                .map_or(u64::MAX, |s| s.saturating_add(self.opts.commit_interval_ns));
+            let next = self.next_wb_ns.min(commit_at).max(self.out.now);
+            self.advance(next, sink)?;
+            guard += 1;
+            if guard > 1_000_000 {
+                break;
+            }
+        }
+        Ok(self.summary())
+    }
+
+    /// The counters so far.
+    pub fn summary(&self) -> MapSummary {
+        let mut s = self.out.s.clone();
+        s.events = self.events;
+        s.commits = self.journal.commits;
+        s.checkpoints = self.journal.checkpoints;
+        s.free_pages = self.free.free_blocks();
+        s.unknown_ops = self.unknown_ops;
+        if self.unsupported_falloc > 0 {
+            s.warnings.push(format!(
+                "{} fallocate calls with collapse/insert range were ignored (not modelled)",
+                self.unsupported_falloc
+            ));
+        }
+        if self.anonymous_writes > 0 {
+            s.warnings.push(format!(
+                "{} writes named no file (no inode, descriptor or path) and were ignored",
+                self.anonymous_writes
+            ));
+        }
+        s
+    }
+
+    /// `pcstream.files`: output file id → path.
+    pub fn files_table(&self) -> BTreeMap<u32, String> {
+        self.out_paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let name = self
+                    .path_names
+                    .get(p)
+                    .cloned()
+                    .unwrap_or_else(|| format!("(path {p})"));
+                (i as u32 + 1, name)
+            })
+            .collect()
+    }
+}
+
+/// Map the file-level trace `input` to the block-level trace `output` (written atomically).
+/// `progress(done, total)` is called every 64 Ki events and at the end; returning `false` stops
+/// the mapping (an error; no output is left).
+pub fn map_file_trace(
+    input: &Path,
+    output: &Path,
+    opts: &MapOptions,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<MapSummary, TraceError> {
+    let mut reader = FileTraceReader::open(input)?;
+    let total = reader.num_rows();
+    let mut model = FsModel::new(opts.clone()).map_err(|e| TraceError::Gen(e.what))?;
+    for (id, p) in reader.paths() {
+        model.register_path(*id, p);
+    }
+    let src_meta = reader.meta().clone();
+    let mut meta = TraceMeta {
+        capacity_pages: Some(opts.capacity_pages),
+        source: if src_meta.source.is_empty() {
+            format!("pcstream map {}", input.display())
+        } else {
+            format!("{} | pcstream map", src_meta.source)
+        },
+        file_classes: classes::class_table(),
+        pcs: src_meta.pcs.clone(),
+        ..Default::default()
+    };
+    let mut writer = BlockTraceWriter::create(output, &meta, DEFAULT_ROW_GROUP_ROWS)?;
+    // Requests of a batch of events are collected, then written (the writer checks each row).
+    let mut reqs: Vec<Request> = Vec::new();
+    let mut batch = Vec::new();
+    let mut row = 0u64;
+    let mut other_dev = 0u64;
+    while reader.next_batch(&mut batch)? {
+        for ev in &batch {
+            if opts.only_dev.is_some_and(|d| ev.dev != 0 && ev.dev != d) {
+                other_dev += 1;
+                row += 1;
+                continue;
+            }
+            if let Err(e) = model.apply(ev, &mut |r| reqs.push(r)) {
+                return Err(reader.bad_row(row, e.what));
+            }
+            row += 1;
+        }
+        for r in reqs.drain(..) {
+            writer.push(&r)?;
+        }
+        if !progress(row, total) {
+            return Err(TraceError::Gen("map interrupted".into()));
+        }
+    }
+    let mut summary = model
+        .finish(&mut |r| reqs.push(r))
+        .map_err(|e| reader.bad_row(row.saturating_sub(1), e.what))?;
+    for r in reqs.drain(..) {
+        writer.push(&r)?;
+    }
+    if other_dev > 0 {
+        summary.warnings.push(format!(
+            "{other_dev} events about files on other devices than {} were skipped",
+            opts.only_dev.unwrap_or(0)
+        ));
+    }
+    for (name, n) in reader.unknown_ops() {
+        summary
+            .warnings
+            .push(format!("{n} events with op '{name}' were not modelled"));
+    }
+    meta.files = model.files_table();
+    writer.set_meta(&meta);
+    writer.finish()?;
+    Ok(summary)
+}

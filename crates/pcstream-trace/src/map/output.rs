@@ -1,0 +1,173 @@
+//! What the model emits and counts: [`Out`] turns writes, trims and flushes into block requests
+//! (split at the largest request size, stamped with the model's clock) and keeps the
+//! [`MapSummary`] counters; [`FsError`] is a model error.
+
+use pcstream_core::request::{meta, Op, Request};
+use serde::Serialize;
+
+use super::pagecache::DirtyPage;
+
+/// Metadata pages written home, by class.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MetaPages {
+    pub inode: u64,
+    pub directory: u64,
+    pub bitmap: u64,
+    pub other: u64,
+}
+
+/// What a mapping produced.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct MapSummary {
+    /// File-level events applied.
+    pub events: u64,
+    /// Block-level requests emitted (writes, trims, flushes).
+    pub requests: u64,
+    /// Data pages written.
+    pub data_pages: u64,
+    /// Journal pages written (descriptors, metadata copies, commit blocks, journal superblock).
+    pub journal_pages: u64,
+    /// Metadata pages written to their home locations, by class.
+    pub metadata_pages: MetaPages,
+    /// Pages discarded (TRIM).
+    pub trim_pages: u64,
+    /// Cache-flush requests.
+    pub flushes: u64,
+    /// Dirty page versions that never reached the disk (overwritten, truncated or deleted while
+    /// dirty).
+    pub absorbed_pages: u64,
+    /// Files seen (each inode incarnation once).
+    pub files: u64,
+    pub commits: u64,
+    pub checkpoints: u64,
+    pub peak_dirty_pages: u64,
+    pub capacity_pages: u64,
+    /// Free blocks at the end.
+    pub free_pages: u64,
+    /// Events with an op this version does not model.
+    pub unknown_ops: u64,
+    pub warnings: Vec<String>,
+}
+
+/// A model error: the event (0-based index among applied events) and a one-line reason with
+/// what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FsError {
+    pub event: u64,
+    pub what: String,
+}
+
+impl std::fmt::Display for FsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "event {}: {}", self.event, self.what)
+    }
+}
+
+impl std::error::Error for FsError {}
+
+/// Where requests go, with the current time and the counters.
+pub(crate) struct Out {
+    pub now: u64,
+    pub barrier: bool,
+    pub(super) max_req: u64,
+    pub(super) s: MapSummary,
+}
+
+impl Out {
+    pub(super) fn push(&mut self, sink: &mut dyn FnMut(Request), r: Request) {
+        self.s.requests += 1;
+        sink(r);
+    }
+
+    /// Write `pages` blocks from `lpn`, split at the largest request size.
+    pub(super) fn write(&mut self, sink: &mut dyn FnMut(Request), mut r: Request, pages: u64) {
+        let mut left = pages;
+        while left > 0 {
+            let n = left.min(self.max_req);
+            r.pages = n as u32;
+            r.ts_ns = self.now;
+            self.push(sink, r);
+            r.lpn += n;
+            left -= n;
+        }
+    }
+
+    pub fn data(
+        &mut self,
+        sink: &mut dyn FnMut(Request),
+        lpn: u64,
+        pages: u64,
+        page: DirtyPage,
+        file: u32,
+        class: u16,
+    ) {
+        self.s.data_pages += pages;
+        let r = Request {
+            op: Op::Write as u8,
+            lpn,
+            pc: page.pc,
+            pid: page.pid,
+            file,
+            file_class: class,
+            meta: meta::DATA,
+            ..Default::default()
+        };
+        self.write(sink, r, pages);
+    }
+
+    pub fn meta_write(&mut self, sink: &mut dyn FnMut(Request), lpn: u64, pages: u64, class: u8) {
+        match class {
+            meta::JOURNAL => self.s.journal_pages += pages,
+            meta::INODE => self.s.metadata_pages.inode += pages,
+            meta::DIRECTORY => self.s.metadata_pages.directory += pages,
+            meta::BITMAP => self.s.metadata_pages.bitmap += pages,
+            _ => self.s.metadata_pages.other += pages,
+        }
+        let r = Request {
+            op: Op::Write as u8,
+            lpn,
+            meta: class,
+            ..Default::default()
+        };
+        self.write(sink, r, pages);
+    }
+
+    pub(super) fn trim(
+        &mut self,
+        sink: &mut dyn FnMut(Request),
+        lpn: u64,
+        pages: u64,
+        file: u32,
+        class: u16,
+    ) {
+        self.s.trim_pages += pages;
+        let r = Request {
+            op: Op::Trim as u8,
+            lpn,
+            file,
+            file_class: class,
+            ..Default::default()
+        };
+        // Discards are not limited by the write request size; split only to fit u32.
+        let mut left = pages;
+        let mut r = r;
+        while left > 0 {
+            let n = left.min(u32::MAX as u64);
+            r.pages = n as u32;
+            r.ts_ns = self.now;
+            self.push(sink, r);
+            r.lpn += n;
+            left -= n;
+        }
+    }
+
+    pub fn flush(&mut self, sink: &mut dyn FnMut(Request)) {
+        self.s.flushes += 1;
+        let r = Request {
+            ts_ns: self.now,
+            op: Op::Flush as u8,
+            ..Default::default()
+        };
+        self.push(sink, r);
+    }
+}

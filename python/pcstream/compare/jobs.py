@@ -1,0 +1,214 @@
+"""The jobs of a comparison: one simulation each (trace × SSD × policy), run serially, in worker
+processes, or as Ray tasks.
+
+A job that fails (a missing trace, a malformed file, an unknown policy or SSD) becomes an
+:class:`Outcome` carrying its one-line message and exit status; the other jobs still run. Results
+come back in job order whatever the order of completion, so output is deterministic, and every
+executor runs the same :func:`run_job`, so their results are identical (wall-clock fields aside).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+from pcstream import api
+from pcstream.errors import EXIT_FAILURE, EXIT_USAGE, CliError, classify, one_line, require_file
+
+
+@dataclass(frozen=True)
+class Job:
+    """One simulation: every argument of :func:`pcstream.api.simulate` except progress."""
+
+    trace: str
+    policy: str
+    ssd: str = "paper"
+    prefill: float = 0.0
+    warmup: int = 0
+    seed: int = 0
+    timing: bool = True
+    params: tuple[tuple[str, str], ...] = ()
+    # Points of the latency CDF to return (0 = none); only meaningful with timing.
+    cdf_points: int = 0
+
+
+@dataclass
+class Outcome:
+    """The result of a job: ``result`` on success, else ``error`` (one line) and ``status``."""
+
+    job: Job
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    status: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None
+
+    def record(self) -> dict[str, Any]:
+        """The JSON object printed for this job: the engine result, or an error record."""
+        if self.result is not None:
+            return self.result
+        return {
+            "trace": self.job.trace,
+            "policy": self.job.policy,
+            "ssd": self.job.ssd,
+            "error": self.error,
+            "exit_status": self.status,
+        }
+
+
+def run_job(job: Job) -> Outcome:
+    """Run one job; user errors become a failed Outcome, bugs propagate."""
+    try:
+        require_file(job.trace, "trace file")
+        if _looks_like_path(job.ssd):
+            require_file(job.ssd, "SSD config file")
+        result = api.simulate(
+            job.trace,
+            job.policy,
+            ssd=job.ssd,
+            prefill=job.prefill,
+            warmup=job.warmup,
+            seed=job.seed,
+            timing=job.timing,
+            params=dict(job.params) or None,
+            cdf_points=job.cdf_points if job.timing else 0,
+        )
+        return Outcome(job, result=result)
+    except Exception as exc:  # classify() decides what is a user error; Ctrl-C is not an Exception
+        found = classify(exc)
+        if found is None:
+            raise
+        message, status = found
+        return Outcome(job, error=message, status=status)
+
+
+def _looks_like_path(ssd: str) -> bool:
+    """A preset name goes to the engine as is; a path must name an existing file (as ``--ssd`` says)."""
+    return ssd.endswith(".toml") or os.sep in ssd or os.path.exists(ssd)
+
+
+def run_jobs(
+    jobs: Sequence[Job], n_jobs: int = 1, on_done: Callable[[Outcome], None] | None = None
+) -> list[Outcome]:
+    """Run ``jobs`` with up to ``n_jobs`` worker processes; outcomes in the order of ``jobs``."""
+    if n_jobs < 1:
+        raise CliError(f"--jobs must be at least 1, got {n_jobs}", EXIT_FAILURE)
+    n_jobs = min(n_jobs, len(jobs)) or 1
+    if n_jobs == 1:
+        outcomes = []
+        for job in jobs:
+            outcome = run_job(job)
+            outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
+        return outcomes
+
+    # "spawn": workers start clean (no inherited threads such as a progress bar's refresher).
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=context) as pool:
+        futures: list[Future[Outcome]] = [pool.submit(run_job, job) for job in jobs]
+        try:
+            for future in as_completed(futures):
+                if on_done is not None:
+                    on_done(future.result())
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        return [future.result() for future in futures]
+
+
+def run_jobs_ray(
+    jobs: Sequence[Job],
+    address: str | None = None,
+    num_cpus: int | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Run ``jobs`` as Ray tasks; outcomes in the order of ``jobs``, as :func:`run_jobs` gives them.
+
+    ``address`` None or empty starts a private local Ray instance with ``num_cpus`` CPUs (no
+    dashboard) and stops it afterwards; otherwise Ray connects to that cluster (``auto``,
+    ``HOST:PORT`` or ``ray://HOST:PORT``), whose workers must have pcstream installed and see the
+    trace paths (absolute paths on shared storage). A Ray session already open in this process is
+    used as it is and left open.
+    """
+    try:
+        import ray
+    except ImportError:
+        raise CliError(
+            "--ray needs the Ray package, which is not installed; run 'pip install ray' "
+            "(the version pinned in requirements.lock)",
+            EXIT_USAGE,
+        ) from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        _ray_init(ray, address, num_cpus)
+    try:
+        task = ray.remote(num_cpus=1, max_retries=0)(run_job)
+        pending = {task.remote(job): index for index, job in enumerate(jobs)}
+        outcomes: list[Outcome | None] = [None] * len(jobs)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                outcome = ray.get(ref)
+                outcomes[pending.pop(ref)] = outcome
+                if on_done is not None:
+                    on_done(outcome)
+        return [outcome for outcome in outcomes if outcome is not None]
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _ray_init(ray: Any, address: str | None, num_cpus: int | None) -> None:
+    import logging
+
+    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    if not address:
+        # A private instance on loopback: token auth only adds a file under ~/.ray to clean up.
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        ray.init(num_cpus=num_cpus or default_jobs(), include_dashboard=False, **quiet)
+        return
+    problem = _unreachable(address)
+    if problem is not None:
+        raise CliError(
+            f"--ray {address}: cannot connect to a Ray cluster ({problem}); start one with "
+            "'ray start --head' and pass its address, or give --ray without an address for a local Ray",
+            EXIT_USAGE,
+        )
+    try:
+        ray.init(address=address, **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise CliError(
+            f"--ray {address}: cannot connect to a Ray cluster ({one_line(str(exc))}); start one with "
+            "'ray start --head' and pass its address, or give --ray without an address for a local Ray",
+            EXIT_USAGE,
+        ) from None
+
+
+def _unreachable(address: str, timeout_s: float = 5.0) -> str | None:
+    """Why HOST:PORT (or ray://HOST:PORT) takes no TCP connection, or None (also for ``auto``).
+
+    Ray itself retries an unreachable address for minutes; a plain connect answers in seconds.
+    """
+    import socket
+
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return f"{host}:{port}: {exc.strerror or exc}"
+
+
+def default_jobs() -> int:
+    """Worker processes to use when the user asks for 'all cores'."""
+    return max(1, os.cpu_count() or 1)

@@ -1,0 +1,64 @@
+"""Map: a file-level trace (``pcstream record``) through the ext4 model into the block trace the
+file system would issue (``pcstream map``), and the figures of the engine's summary.
+
+The model (ext4 defaults, jbd2 in ordered mode, delayed allocation, writeback timers, discard)
+and its mount options are described in docs/FSMODEL.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pcstream import api
+
+# The SSD preset whose logical size is the default file-system size: 'pcstream simulate''s
+# default SSD, so a mapped trace fits it.
+DEFAULT_CAPACITY = "paper"
+
+# (label, keys) of the summary figures in display order; a key "a.b" is field b of object a, and
+# a row with two keys shows both ("x / y").
+SUMMARY_FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("file events", ("events",)),
+    ("requests", ("requests",)),
+    ("data pages", ("data_pages",)),
+    ("journal pages", ("journal_pages",)),
+    ("inode-table pages", ("metadata_pages.inode",)),
+    ("directory pages", ("metadata_pages.directory",)),
+    ("bitmap / descriptor pages", ("metadata_pages.bitmap",)),
+    ("other metadata pages", ("metadata_pages.other",)),
+    ("trimmed pages", ("trim_pages",)),
+    ("cache flushes", ("flushes",)),
+    ("absorbed pages (never written)", ("absorbed_pages",)),
+    ("files", ("files",)),
+    ("commits / checkpoints", ("commits", "checkpoints")),
+    ("peak dirty pages", ("peak_dirty_pages",)),
+    ("capacity pages / free at end", ("capacity_pages", "free_pages")),
+)
+
+
+def map_trace(
+    file_trace: str,
+    out: str,
+    capacity_pages: int,
+    mount_opts: str = "",
+    device: int | None = None,
+    progress: api.Progress | None = None,
+) -> dict[str, Any]:
+    """Map ``file_trace`` onto an ext4 of ``capacity_pages`` 4 KiB blocks mounted with
+    ``mount_opts``, writing the block trace ``out``; returns the engine's MapSummary.
+    ``device``: model only the files of this ``st_dev``. ``progress(events_done, events_total)``."""
+    return api.map_trace(
+        file_trace, out, capacity_pages, mount_opts=mount_opts, device=device, progress=progress
+    )
+
+
+def summary_figures(summary: dict[str, Any]) -> list[tuple[str, list[Any]]]:
+    """(label, values) of :data:`SUMMARY_FIGURES`; a missing field is None."""
+
+    def field(key: str) -> Any:
+        value: Any = summary
+        for part in key.split("."):
+            value = (value or {}).get(part)
+        return value
+
+    return [(label, [field(key) for key in keys]) for label, keys in SUMMARY_FIGURES]

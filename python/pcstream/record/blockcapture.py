@@ -1,0 +1,383 @@
+"""Ground truth for the file-system model: run a program on a real ext4 file system and capture
+the block I/O it causes (``pcstream record --block``).
+
+The run, all as root:
+
+1. a sparse image file of the requested size, ``mkfs.ext4`` with 4 KiB blocks, an inode per
+   16 KiB, 256-byte inodes and no lazy initialisation (so no background zeroing shows up in the
+   trace), attached to a loop device and mounted with ``discard,noatime`` (the model's defaults:
+   it issues TRIMs at commit and models no atime updates);
+2. a private tracefs instance records ``block:block_bio_queue`` of that loop device only — the
+   bios the file system submits, before merging (:mod:`.tracefs`); a reader thread drains
+   ``trace_pipe`` to a file while the program runs, so the ring buffer does not overflow;
+3. the program runs under the record shim with the mount point as its working directory (the
+   same run yields the file-level trace), then ``sync``, the list of its files and directories,
+   ``umount`` (its journal checkpoint and superblock writes are traced too);
+4. the layout of the image is read back (``dumpe2fs``: superblocks, group descriptors, bitmaps,
+   inode tables; ``debugfs``: the journal's extents, the blocks of every directory and the
+   extent-tree blocks of every file still there) and becomes a map address → metadata class
+   (:mod:`.ext4layout`);
+5. the events are written as blkparse text (``maj,min cpu seq sec.nsec pid D rwbs sector + n
+   [comm]``) and imported with that map, so the block trace's ``meta`` column says journal (1),
+   inode table (2), directory (3), bitmap / group descriptor (4) or superblock / extent tree (5),
+   and data (0) elsewhere; ``pcstream.capacity_pages`` is the image size.
+
+Everything set up is torn down in reverse order on success, error or Ctrl-C (tracing instance,
+mount, loop device, image). Blocks that changed role during the run (a directory deleted, its
+blocks reused for data) are classified by their role at the end; the capture reports lost trace
+events, which make the trace incomplete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pcstream import api
+from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
+from pcstream.record import filetrace
+from pcstream.record.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
+from pcstream.record.symbols import symbolize_or_warn
+from pcstream.record.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
+from pcstream.units import PAGE_BYTES
+
+# sysexits.h EX_NOPERM: the run needs root.
+EXIT_NOT_ROOT = 77
+# Mount options matching the model's defaults (docs/FSMODEL.md).
+DEFAULT_MOUNT_OPTS = "discard,noatime"
+# 4 KiB blocks, mke2fs's default inode ratio and size for every image size (small images would
+# otherwise get the "small" type: an inode per 4 KiB), no lazy initialisation.
+MKFS_ARGS = (
+    "-q",
+    "-F",
+    "-b",
+    str(PAGE_BYTES),
+    "-i",
+    "16384",
+    "-I",
+    "256",
+    "-E",
+    "lazy_itable_init=0,lazy_journal_init=0",
+)
+TOOLS = ("losetup", "mkfs.ext4", "mount", "umount", "dumpe2fs", "debugfs")
+
+
+def _run(cmd: list[str], what: str, input_text: str | None = None) -> str:
+    """Run a system tool; a failure is one line naming the tool and its own message."""
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, input=input_text, check=False)
+    except OSError as exc:
+        raise CliError(f"{cmd[0]}: cannot run ({exc.strerror}); is it installed?", EXIT_FAILURE) from None
+    if proc.returncode != 0:
+        msg = " ".join((proc.stderr or proc.stdout).split())[:300]
+        raise CliError(f"{what} failed: {' '.join(cmd)}: {msg or f'exit {proc.returncode}'}", EXIT_FAILURE)
+    return proc.stdout
+
+
+def check_environment() -> None:
+    """Root, the tools, loop devices and tracefs — or a one-line error saying what is missing."""
+    if os.geteuid() != 0:
+        raise CliError(
+            "record --block needs root (it makes a loop device, mounts it and reads tracefs); "
+            "run it as root, or record without --block",
+            EXIT_NOT_ROOT,
+        )
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        raise CliError(
+            f"record --block needs {', '.join(missing)}; install e2fsprogs, mount and util-linux",
+            EXIT_FAILURE,
+        )
+    if not Path("/dev/loop-control").exists():
+        raise CliError(
+            "record --block needs loop devices (/dev/loop-control is missing); modprobe loop", EXIT_FAILURE
+        )
+    tracefs_root()
+
+
+# --------------------------------------------------------------------------- reading the layout
+
+
+def read_layout(device: str, paths: list[tuple[str, bool]]) -> Layout:
+    """The layout of the (unmounted) file system on ``device``; ``paths`` = (path inside the
+    file system, is a directory) of what should be looked at (directories and files)."""
+    layout = Layout()
+    parse_dumpe2fs(_run(["dumpe2fs", device], "reading the layout (dumpe2fs)"), layout)
+    parse_debugfs_stats(
+        _run(["debugfs", "-R", "stat <8>", device], "reading the journal (debugfs)"), layout, True
+    )
+    if paths:
+        script = "".join(f'stat "{p}"\n' for p, _ in paths)
+        with tempfile.NamedTemporaryFile("w", suffix=".debugfs", delete=False) as cmdfile:
+            cmdfile.write(script)
+        try:
+            out = _run(
+                ["debugfs", "-f", cmdfile.name, device], "reading directories and extent trees (debugfs)"
+            )
+        finally:
+            os.unlink(cmdfile.name)
+        parse_debugfs_stats(out, layout)
+    return layout
+
+
+def walk(mount: Path) -> list[tuple[str, bool]]:
+    """Every directory and regular file under ``mount``, as paths inside the file system."""
+    found: list[tuple[str, bool]] = [("/", True)]
+    for root, dirs, files in os.walk(mount):
+        rel = "/" + os.path.relpath(root, mount).lstrip(".").lstrip("/")
+        base = rel.rstrip("/")
+        for d in sorted(dirs):
+            found.append((f"{base}/{d}", True))
+        for f in sorted(files):
+            if os.path.isfile(os.path.join(root, f)) and not os.path.islink(os.path.join(root, f)):
+                found.append((f"{base}/{f}", False))
+    return [(p, d) for p, d in found if '"' not in p and "\n" not in p]
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class Outputs:
+    """Where ``record --block`` writes: the real block trace, the file-level trace of the same
+    run, the layout (JSON) and the captured events as blkparse text."""
+
+    block: Path
+    files: Path
+    layout: Path
+    text: Path
+
+    @staticmethod
+    def at(out: Path) -> Outputs:
+        """``X.parquet`` → X.parquet, X.files.parquet, X.layout.json, X.blkparse; anything else
+        is a directory holding block.parquet, files.parquet, layout.json, block.blkparse."""
+        if out.suffix == ".parquet":
+            base = out.with_suffix("")
+            return Outputs(
+                out, Path(f"{base}.files.parquet"), Path(f"{base}.layout.json"), Path(f"{base}.blkparse")
+            )
+        return Outputs(
+            out / "block.parquet", out / "files.parquet", out / "layout.json", out / "block.blkparse"
+        )
+
+    @staticmethod
+    def layout_for(block: Path) -> Path | None:
+        """The layout file that belongs to the block trace ``block``, if there is one."""
+        for cand in (block.with_suffix("").with_suffix(".layout.json"), block.parent / "layout.json"):
+            if cand.is_file():
+                return cand
+        return None
+
+
+def _dev_t(st_rdev: int) -> int:
+    """The kernel's dev_t (tracepoint ``dev``) of a device number from stat."""
+    return (os.major(st_rdev) << 20) | os.minor(st_rdev)
+
+
+@contextlib.contextmanager
+def _loop_fs(image: Path, size_bytes: int, mount_opts: str) -> Iterator[tuple[str, Path]]:
+    """A fresh ext4 on a loop device over ``image``, mounted on a temporary directory; every
+    step undone on the way out (also on errors and Ctrl-C)."""
+    with open(image, "wb") as f:
+        f.truncate(size_bytes)
+    _run(["mkfs.ext4", *MKFS_ARGS, str(image)], "making the file system (mkfs.ext4)")
+    device = _run(["losetup", "--show", "-f", str(image)], "attaching a loop device (losetup)").strip()
+    mount = Path(tempfile.mkdtemp(prefix="pcstream-mnt-"))
+    try:
+        _run(["mount", "-t", "ext4", "-o", mount_opts, device, str(mount)], "mounting the file system")
+        try:
+            yield device, mount
+        finally:
+            if os.path.ismount(mount):
+                unmount(mount)
+    finally:
+        subprocess.run(["losetup", "-d", device], capture_output=True, check=False)
+        with contextlib.suppress(OSError):
+            mount.rmdir()
+
+
+def unmount(mount: Path) -> None:
+    """umount, retrying while the file system is busy; lazily as a last resort."""
+    for _ in range(20):
+        if subprocess.run(["umount", str(mount)], capture_output=True, check=False).returncode == 0:
+            return
+        time.sleep(0.25)
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+
+
+def capture(
+    cmd: list[str],
+    outputs: Outputs,
+    capacity_pages: int,
+    run: Callable[[list[str], Path], int],
+    convert_files: Callable[[], dict[str, Any]],
+    mount_opts: str = DEFAULT_MOUNT_OPTS,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """Run ``cmd`` on a fresh ext4 of ``capacity_pages`` 4 KiB blocks and capture its block I/O.
+
+    ``run(cmd, cwd)`` runs the command (under the shim) and returns its exit status;
+    ``convert_files()`` then writes the file-level trace and returns its summary. Returns the
+    command's status and a summary of the block capture (also written to ``outputs.layout``).
+    """
+    check_environment()
+    say = progress or (lambda _msg: None)
+    for p in (outputs.block, outputs.files, outputs.layout, outputs.text):
+        p.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="pcstream-block-", dir=outputs.block.parent))
+    try:
+        image = work / "ext4.img"
+        raw = work / "trace.txt"
+        say(f"mkfs.ext4 on a {capacity_pages * PAGE_BYTES >> 20} MiB image")
+        with _loop_fs(image, capacity_pages * PAGE_BYTES, mount_opts) as (device, mount):
+            st = os.stat(device)
+            devno = _dev_t(st.st_rdev)
+            fs_dev = os.stat(mount).st_dev
+            cap = BlockCapture(devno, raw)
+            try:
+                cap.start()
+                say(f"running {' '.join(cmd)} in {mount} ({device})")
+                t0 = time.monotonic()
+                status = run(cmd, mount)
+                run_s = time.monotonic() - t0
+                os.sync()
+                paths = walk(mount)
+                unmount(mount)
+                lost = cap.stop()
+            finally:
+                cap.close()
+            say("reading the layout (dumpe2fs, debugfs)")
+            layout = read_layout(device, paths)
+        conv = tracefs_to_blkparse(raw, outputs.text)
+        say(f"importing {conv.events} block events")
+        imported = api.import_trace(
+            "blkparse",
+            str(outputs.text),
+            str(outputs.block),
+            capacity_pages=capacity_pages,
+            meta_map=layout.meta_map(),
+        )
+        files = convert_files()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    lost += conv.lost
+    summary: dict[str, Any] = {
+        "command": cmd,
+        "status": status,
+        "run_s": round(run_s, 3),
+        "capacity_pages": capacity_pages,
+        "mount_opts": mount_opts,
+        "mkfs": ["mkfs.ext4", *MKFS_ARGS],
+        "tracepoint": f"block:{EVENT}",
+        "fs_dev": fs_dev,
+        "loop_dev_t": devno,
+        "events": conv.events,
+        "lost_events": lost,
+        "block": imported,
+        "files": files,
+        "layout": {
+            "blocks": layout.blocks,
+            "groups": layout.groups,
+            "inodes_per_group": layout.inodes_per_group,
+            "journal": layout.journal,
+            "directories": layout.directories,
+            "regular_files": layout.files,
+            "metadata_pages": layout.pages_by_class(),
+            "meta_map": layout.meta_map(),
+        },
+        "outputs": {k: str(v) for k, v in vars(outputs).items()},
+    }
+    outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
+    if lost:
+        summary.setdefault("warnings", []).append(
+            f"{lost} block events were lost (tracefs buffer overrun); the block trace is incomplete"
+        )
+    return status, summary
+
+
+def record_block(
+    cmd: list[str],
+    out: Path,
+    capacity_pages: int,
+    method: str = "auto",
+    frames: int = 12,
+    mount_opts: str | None = None,
+    symbols: bool = True,
+    say: Any = None,
+) -> tuple[int, dict[str, Any]]:
+    """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
+    write the real block trace, the file-level trace and the layout (see :func:`capture`).
+    ``out``: a directory, or the block trace's ``.parquet`` name. Returns the command's exit
+    status and the capture summary."""
+    if method not in filetrace.METHODS:
+        raise CliError(f"--method {method}: unknown; use one of {', '.join(filetrace.METHODS)}", EXIT_USAGE)
+    shim = filetrace.shim_path()
+    filetrace.check_command(cmd)
+    check_environment()
+    # CMD runs in the mount point: a program named by a relative path is taken from here.
+    if "/" in cmd[0] and not os.path.isabs(cmd[0]):
+        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
+    outputs = Outputs.at(out)
+    if out.suffix != ".parquet" and out.exists() and not out.is_dir():
+        raise CliError(
+            f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
+        )
+    logdir = Path(tempfile.mkdtemp(prefix="pcstream-record-"))
+    source = "pcstream record --block " + " ".join(cmd)
+
+    def run(c: list[str], cwd: Path) -> int:
+        return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
+
+    def files() -> dict[str, Any]:
+        summary = filetrace.convert(logdir, outputs.files, source)
+        if symbols and summary.get("signatures"):
+            symbolize_or_warn(outputs.files, summary)
+        return summary
+
+    try:
+        return capture(
+            cmd,
+            outputs,
+            capacity_pages,
+            run,
+            files,
+            mount_opts=mount_opts or DEFAULT_MOUNT_OPTS,
+            progress=say,
+        )
+    finally:
+        shutil.rmtree(logdir, ignore_errors=True)
+
+
+def load_layout(path: Path) -> dict[str, Any]:
+    """A layout file written by :func:`capture`."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CliError(
+            f"{path}: not a readable layout file ({exc}); re-run record --block", EXIT_INPUT
+        ) from None
+    if not isinstance(value, dict) or "fs_dev" not in value:
+        raise CliError(f"{path}: not a layout file of record --block (no fs_dev)", EXIT_INPUT)
+    return value
+
+
+def summary_line(out: Outputs, s: dict[str, Any]) -> str:
+    b = s["block"]
+    line = (
+        f"pcstream record --block: {s['events']} block events -> {b['rows']} rows "
+        f"({b['write_pages']} pages written, {b['trim_pages']} trimmed, {b['flushes']} flushes) "
+        f"-> {out.block}; "
+        f"file-level trace -> {out.files}; layout -> {out.layout}"
+    )
+    if s.get("warnings"):
+        line += "; warning: " + "; ".join(s["warnings"])
+    return line

@@ -1,0 +1,279 @@
+/* hooks_files.c: the hooks that name, change or sync files: open, open64, openat, openat64, creat,
+ * creat64 (an open record, the fd learnt), close, unlink, unlinkat, rename, renameat, renameat2,
+ * truncate(64), ftruncate(64), fallocate(64), fsync, fdatasync, sync_file_range, and the fd
+ * tracking of dup, dup2, dup3, fcntl(64) F_DUPFD. The fd table itself is record.c's; fopen and
+ * fclose are in hooks_stdio.c (fopen ends in after_open, here). */
+#include "shim.h"
+
+/* ---------- open, creat, close ---------- */
+static void rec_open(int fd, int flags)
+{
+    fd_forget(fd);
+    struct fdinfo *info = fd_learn(fd);
+    if (info)
+        add_record(PCSHIM_OP_OPEN, fd, 0, 0, (uint32_t)flags, info->dev, info->ino, info->path, 0, 1);
+}
+
+void after_open(int fd, int flags) { RECORD_IF(fd >= 0, rec_open(fd, flags)); }
+
+#define OPEN_HOOK(name)                                                     \
+    EXPORT int name(const char *p, int flags, ...)                          \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        mode_t mode = 0;                                                    \
+        if (flags & (O_CREAT | __O_TMPFILE)) {                              \
+            va_list ap;                                                     \
+            va_start(ap, flags);                                            \
+            mode = (mode_t)va_arg(ap, int);                                 \
+            va_end(ap);                                                     \
+        }                                                                   \
+        int fd = real_##name(p, flags, mode);                               \
+        after_open(fd, flags);                                              \
+        return fd;                                                          \
+    }
+OPEN_HOOK(open)
+OPEN_HOOK(open64)
+
+#define OPENAT_HOOK(name)                                                   \
+    EXPORT int name(int dirfd, const char *p, int flags, ...)               \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        mode_t mode = 0;                                                    \
+        if (flags & (O_CREAT | __O_TMPFILE)) {                              \
+            va_list ap;                                                     \
+            va_start(ap, flags);                                            \
+            mode = (mode_t)va_arg(ap, int);                                 \
+            va_end(ap);                                                     \
+        }                                                                   \
+        int fd = real_##name(dirfd, p, flags, mode);                        \
+        after_open(fd, flags);                                              \
+        return fd;                                                          \
+    }
+OPENAT_HOOK(openat)
+OPENAT_HOOK(openat64)
+
+#define CREAT_HOOK(name)                                                    \
+    EXPORT int name(const char *p, mode_t mode)                             \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        int fd = real_##name(p, mode);                                      \
+        after_open(fd, O_CREAT | O_WRONLY | O_TRUNC);                       \
+        return fd;                                                          \
+    }
+CREAT_HOOK(creat)
+CREAT_HOOK(creat64)
+
+EXPORT int close(int fd)
+{
+    RESOLVE(close);
+    if (g_active && is_our_fd(fd))
+        return 0; /* the shim's own log files survive programs that close every fd */
+    int rec = 0;
+    if (enter()) {
+        int e = errno;
+        rec_fd(PCSHIM_OP_CLOSE, fd, 0, 0, 0, 0);
+        errno = e;
+        rec = 1;
+    }
+    fd_forget(fd);
+    int r = real_close(fd);
+    if (rec)
+        leave();
+    return r;
+}
+
+/* ---------- unlink, rename ---------- */
+EXPORT int unlink(const char *p)
+{
+    RESOLVE(unlink);
+    struct stat st;
+    int ok = g_active && !t_guard && lstat(p, &st) == 0 && S_ISREG(st.st_mode);
+    int r = real_unlink(p);
+    RECORD_IF(r == 0 && ok, rec_path(PCSHIM_OP_UNLINK, AT_FDCWD, p, 0, &st));
+    return r;
+}
+
+EXPORT int unlinkat(int dirfd, const char *p, int flags)
+{
+    RESOLVE(unlinkat);
+    struct stat st;
+    int ok = g_active && !t_guard && fstatat(dirfd, p, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+    int r = real_unlinkat(dirfd, p, flags);
+    RECORD_IF(r == 0 && ok, rec_path(PCSHIM_OP_UNLINK, dirfd, p, 0, &st));
+    return r;
+}
+
+static void rec_rename(int odir, const char *o, int ndir, const char *n, const struct stat *st)
+{
+    char abs[PATH_MAX];
+    if (abs_path(ndir, n, abs, sizeof abs) != 0)
+        return;
+    uint64_t to = intern_path(abs);
+    rec_path(PCSHIM_OP_RENAME, odir, o, to, st);
+}
+
+#define RENAME_BODY(call, odir, o, ndir, n)                                 \
+    struct stat st;                                                         \
+    int ok = g_active && !t_guard && fstatat(odir, o, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode); \
+    int r = call;                                                           \
+    RECORD_IF(r == 0 && ok, rec_rename(odir, o, ndir, n, &st));             \
+    return r;
+
+EXPORT int rename(const char *o, const char *n)
+{
+    RESOLVE(rename);
+    RENAME_BODY(real_rename(o, n), AT_FDCWD, o, AT_FDCWD, n)
+}
+
+EXPORT int renameat(int od, const char *o, int nd, const char *n)
+{
+    RESOLVE(renameat);
+    RENAME_BODY(real_renameat(od, o, nd, n), od, o, nd, n)
+}
+
+EXPORT int renameat2(int od, const char *o, int nd, const char *n, unsigned int fl)
+{
+    RESOLVE(renameat2);
+    RENAME_BODY(real_renameat2(od, o, nd, n, fl), od, o, nd, n)
+}
+
+/* ---------- truncate, fallocate, fsync, fdatasync, sync_file_range ---------- */
+static void rec_truncate(const char *p, off_t len)
+{
+    struct stat st;
+    char abs[PATH_MAX];
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && abs_path(AT_FDCWD, p, abs, sizeof abs) == 0)
+        add_record(PCSHIM_OP_TRUNCATE, -1, (uint64_t)len, 0, 0, st.st_dev, st.st_ino, intern_path(abs), 0, 1);
+}
+
+#define TRUNCATE_HOOK(name)                                                 \
+    EXPORT int name(const char *p, off_t len)                               \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        int r = real_##name(p, len);                                        \
+        RECORD_IF(r == 0, rec_truncate(p, len));                            \
+        return r;                                                           \
+    }
+TRUNCATE_HOOK(truncate)
+TRUNCATE_HOOK(truncate64)
+
+#define FTRUNCATE_HOOK(name)                                                \
+    EXPORT int name(int fd, off_t len)                                      \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        int r = real_##name(fd, len);                                       \
+        RECORD_IF(r == 0, rec_fd(PCSHIM_OP_TRUNCATE, fd, (uint64_t)len, 0, 0, 1)); \
+        return r;                                                           \
+    }
+FTRUNCATE_HOOK(ftruncate)
+FTRUNCATE_HOOK(ftruncate64)
+
+#define FALLOCATE_HOOK(name)                                                \
+    EXPORT int name(int fd, int mode, off_t off, off_t len)                 \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        int r = real_##name(fd, mode, off, len);                            \
+        RECORD_IF(r == 0, rec_fd((mode & 0x02) ? PCSHIM_OP_PUNCH_HOLE : PCSHIM_OP_FALLOCATE, fd, \
+                                    (uint64_t)off, (uint64_t)len, (uint32_t)mode, 1)); \
+        return r;                                                           \
+    }
+FALLOCATE_HOOK(fallocate)
+FALLOCATE_HOOK(fallocate64)
+
+EXPORT int fsync(int fd)
+{
+    RESOLVE(fsync);
+    int r = real_fsync(fd);
+    RECORD_IF(r == 0, rec_fd(PCSHIM_OP_FSYNC, fd, 0, 0, 0, 1));
+    return r;
+}
+
+EXPORT int fdatasync(int fd)
+{
+    RESOLVE(fdatasync);
+    int r = real_fdatasync(fd);
+    RECORD_IF(r == 0, rec_fd(PCSHIM_OP_FDATASYNC, fd, 0, 0, 0, 1));
+    return r;
+}
+
+EXPORT int sync_file_range(int fd, off_t off, off_t n, unsigned int flags)
+{
+    RESOLVE(sync_file_range);
+    int r = real_sync_file_range(fd, off, n, flags);
+    RECORD_IF(r == 0, rec_fd(PCSHIM_OP_SYNC_RANGE, fd, (uint64_t)off, (uint64_t)n, flags, 1));
+    return r;
+}
+
+/* ---------- dup, fcntl: fd tracking only ---------- */
+static void copy_fd(int from, int to)
+{
+    if (to < 0 || to >= MAX_FDS)
+        return;
+    if (from >= 0 && from < MAX_FDS && atomic_load(&g_fds[from].state) == 1) {
+        g_fds[to].dev = g_fds[from].dev;
+        g_fds[to].ino = g_fds[from].ino;
+        g_fds[to].path = g_fds[from].path;
+        atomic_store(&g_fds[to].state, 1);
+    } else {
+        fd_forget(to);
+    }
+}
+
+/* Before the program takes fd number `fd` (dup2/dup3 target): move a log file out of the way. */
+static void vacate(int fd)
+{
+    if (!g_active || !is_our_fd(fd))
+        return;
+    int moved = (int)sc(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd + 1, 0);
+    if (moved < 0)
+        return;
+    if (fd == g_bin)
+        g_bin = moved;
+    else
+        g_txt = moved;
+}
+
+EXPORT int dup(int fd)
+{
+    RESOLVE(dup);
+    int r = real_dup(fd);
+    if (r >= 0)
+        copy_fd(fd, r);
+    return r;
+}
+
+EXPORT int dup2(int fd, int to)
+{
+    RESOLVE(dup2);
+    vacate(to);
+    int r = real_dup2(fd, to);
+    if (r >= 0 && fd != to)
+        copy_fd(fd, r);
+    return r;
+}
+
+EXPORT int dup3(int fd, int to, int flags)
+{
+    RESOLVE(dup3);
+    vacate(to);
+    int r = real_dup3(fd, to, flags);
+    if (r >= 0)
+        copy_fd(fd, r);
+    return r;
+}
+
+#define FCNTL_HOOK(name)                                                    \
+    EXPORT int name(int fd, int cmd, ...)                                   \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        va_list ap;                                                         \
+        va_start(ap, cmd);                                                  \
+        void *arg = va_arg(ap, void *);                                     \
+        va_end(ap);                                                         \
+        int r = real_##name(fd, cmd, arg);                                  \
+        if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))           \
+            copy_fd(fd, r);                                                 \
+        return r;                                                           \
+    }
+FCNTL_HOOK(fcntl)
+FCNTL_HOOK(fcntl64)

@@ -1,0 +1,119 @@
+/* record.c: building records (time, pid/tid, the PC signature from stackwalk.c) into the calling
+ * thread's buffer (logs.c), the fd -> (dev, ino, path) table, and the rec_* helpers the hooks call
+ * after their real call. The re-entrancy guard t_guard is defined here; enter()/leave() and the
+ * hook tail RECORD_IF are in shim.h. */
+#include "shim.h"
+
+TLS int t_guard;
+struct fdinfo g_fds[MAX_FDS];
+
+/* ---------- recording ---------- */
+void push_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
+                 uint64_t path, uint64_t aux, struct pc_once *pc)
+{
+    struct tbuf *b = my_buf();
+    struct pcshim_record r;
+    memset(&r, 0, sizeof r);
+    if (pc) {
+        if (!pc->done) {
+            pc->pc = signature(b, &pc->nframes);
+            pc->done = 1;
+        }
+        r.pc = pc->pc;
+        r.nframes = pc->nframes;
+    }
+    r.ts_ns = now_ns();
+    r.offset = offset;
+    r.len = len;
+    r.dev = dev;
+    r.ino = ino;
+    r.path = path;
+    r.aux = aux;
+    r.pid = g_pid;
+    r.tid = b->tid;
+    r.fd = fd;
+    r.flags = flags;
+    r.op = (uint16_t)op;
+    lock_buf(b);
+    b->rec[b->used++] = r;
+    if (b->used == BUF_RECORDS)
+        flush_buf(b);
+    unlock_buf(b);
+    atomic_fetch_add(&g_records, 1);
+}
+
+void add_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
+                uint64_t path, uint64_t aux, int want_pc)
+{
+    struct pc_once pc = {0, 0, 0};
+    push_record(op, fd, offset, len, flags, dev, ino, path, aux, want_pc ? &pc : NULL);
+}
+
+/* Learn what fd is (regular file: its dev, ino, path). Returns the entry if tracked. */
+struct fdinfo *fd_learn(int fd)
+{
+    if (fd < 0 || fd >= MAX_FDS || is_our_fd(fd))
+        return NULL;
+    struct fdinfo *e = &g_fds[fd];
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        atomic_store(&e->state, 2);
+        return NULL;
+    }
+    char link[64], target[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    target[n > 0 ? n : 0] = 0;
+    e->dev = st.st_dev;
+    e->ino = st.st_ino;
+    e->path = n > 0 ? intern_path(target) : 0;
+    atomic_store(&e->state, 1);
+    return e;
+}
+
+struct fdinfo *fd_get(int fd)
+{
+    if (fd < 0 || fd >= MAX_FDS)
+        return NULL;
+    uint8_t s = atomic_load(&g_fds[fd].state);
+    if (s == 1)
+        return &g_fds[fd];
+    if (s == 2)
+        return NULL;
+    return fd_learn(fd);
+}
+
+void fd_forget(int fd)
+{
+    if (fd >= 0 && fd < MAX_FDS)
+        atomic_store(&g_fds[fd].state, 0);
+}
+
+void rec_fd(int op, int fd, uint64_t off, uint64_t len, uint32_t flags, int want_pc)
+{
+    struct fdinfo *e = fd_get(fd);
+    if (e)
+        add_record(op, fd, off, len, flags, e->dev, e->ino, e->path, 0, want_pc);
+}
+
+void rec_write(int fd, int64_t off, ssize_t ret, uint32_t flags)
+{
+    struct fdinfo *e = fd_get(fd);
+    if (!e)
+        return;
+    if (off < 0) {
+        off_t cur = lseek(fd, 0, SEEK_CUR);
+        off = cur >= 0 ? cur - ret : 0;
+        if (off < 0)
+            off = 0;
+    }
+    add_record(PCSHIM_OP_WRITE, fd, (uint64_t)off, (uint64_t)ret, flags, e->dev, e->ino, e->path, 0, 1);
+}
+
+void rec_path(int op, int dirfd, const char *p, uint64_t aux, const struct stat *st)
+{
+    char abs[PATH_MAX];
+    if (abs_path(dirfd, p, abs, sizeof abs) != 0)
+        return;
+    add_record(op, -1, 0, 0, 0, st ? st->st_dev : 0, st ? st->st_ino : 0, intern_path(abs), aux, 1);
+}

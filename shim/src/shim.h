@@ -1,0 +1,332 @@
+/* shim.h: the internal header of pcshim, included first by every file of shim/src (it defines
+ * _GNU_SOURCE before any system header). It holds the constants, the structs, the state shared
+ * between files (declared here, each defined once in the file named beside it), the
+ * real-function pointers, the macros every hook uses and the prototypes. The log format and the
+ * environment, the contract with the Rust converter, are in include/pcshim.h; this header is not
+ * part of that contract.
+ *
+ * pcshim: LD_PRELOAD shim recording the file writes of a program with their PC signature.
+ * Layout of the logs and the environment: include/pcshim.h. Design notes: docs/RECORD.md.
+ *
+ * Hot path (a write to a known fd): real call, clock_gettime (vDSO), a stack walk, hashing, and a
+ * copy into a per-thread buffer. No malloc, no stdio; errno is preserved; a per-thread guard makes
+ * every call the shim itself makes (and calls from signal handlers interrupting the shim) pass
+ * straight through.
+ *
+ * The files (one translation unit each; the Makefile links them with -flto so the hot path is
+ * inlined across them as it was in one file):
+ *   util.c           sc() (the shim's own system calls), hashing, the clock, number formatting,
+ *                    the seen-sets, absolute paths
+ *   logs.c           output files (.bin/.txt), text lines (P, W), per-thread buffers, flushing
+ *   modules.c        module table (executable segments, build ids, frame-pointer verdicts) and the
+ *                    dlopen/dlclose hooks that mark it stale
+ *   stackwalk.c      fp / scan / unwind / auto walkers, the signature and its S/F lines
+ *   record.c         records, the fd table, the rec_* helpers of the hooks
+ *   lifecycle.c      real-function pointers, init, exit, signals, fork handler, final checks
+ *   hooks_write.c    write, pwrite(64), writev, pwritev(64), pwritev2
+ *   hooks_files.c    open/creat/close, unlink/rename/truncate/fallocate, fsync family, dup/fcntl
+ *   hooks_process.c  exec family, posix_spawn(p), fork/vfork/_Fork/clone, exit/_exit/_Exit
+ *   hooks_stdio.c    stdio (fopen, fclose, fwrite, fputs, fputc, putc, fprintf, vfprintf)
+ *   hooks_mmap.c     shared file mappings (mmap, munmap, mremap) and msync
+ *   hooks_aio.c      Linux AIO: io_submit and its iocbs (also used by hooks_syscall.c)
+ *   hooks_copy.c     copy_file_range, sendfile(64), splice
+ *   hooks_syscall.c  syscall(): write, pwrite64, io_submit, io_uring_setup, clone, clone3
+ *   hooks_uring.c    liburing set-up (counted, the ring I/O is not recorded)
+ */
+#ifndef PCSHIM_SHIM_H
+#define PCSHIM_SHIM_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <linux/aio_abi.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pcshim.h"
+
+/* Everything declared from here to the end of this header is hidden (the build's
+ * -fvisibility=hidden covers definitions, this covers the extern declarations, so that other files
+ * reach the shared state and helpers directly, never through the GOT or the PLT). Only the hooks,
+ * defined with EXPORT, are visible outside the shim. */
+#pragma GCC visibility push(hidden)
+
+#define EXPORT __attribute__((visibility("default")))
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+#define BUF_RECORDS 256
+#define MAX_THREADS 1024
+#define MAX_FDS 65536
+#define MAX_FRAMES 64
+#define MAX_SEGS 2048
+#define SEEN_SLOTS 8192
+#define OUR_FD_FLOOR 900
+#define MAX_MAPS 1024      /* shared writable file mappings tracked for msync */
+#define SCAN_WORDS 512     /* scan: stack words examined above the hooked call (4 KiB) */
+#define MAX_MODULES 512    /* auto: per-module frame-pointer verdicts */
+#define FP_SAMPLE 256      /* auto: functions sampled per module */
+#define MAX_ENV 4096       /* exec/spawn: environment entries the shim can rewrite */
+
+enum { M_FP = 0, M_SCAN = 1, M_UNWIND = 2, M_AUTO = 3 };
+
+/* ---------- real functions ---------- */
+/* The next definition (dlsym(RTLD_NEXT)) of every hooked function, as `real_<name>`: one list,
+ * declared here and defined in lifecycle.c. */
+#define PCSHIM_REALS(R)                                                                             \
+    R(ssize_t, write, int, const void *, size_t)                                                    \
+    R(ssize_t, pwrite, int, const void *, size_t, off_t)                                            \
+    R(ssize_t, pwrite64, int, const void *, size_t, off_t)                                          \
+    R(ssize_t, writev, int, const struct iovec *, int)                                              \
+    R(ssize_t, pwritev, int, const struct iovec *, int, off_t)                                      \
+    R(ssize_t, pwritev64, int, const struct iovec *, int, off_t)                                    \
+    R(ssize_t, pwritev2, int, const struct iovec *, int, off_t, int)                                \
+    R(int, open, const char *, int, ...)                                                            \
+    R(int, open64, const char *, int, ...)                                                          \
+    R(int, openat, int, const char *, int, ...)                                                     \
+    R(int, openat64, int, const char *, int, ...)                                                   \
+    R(int, creat, const char *, mode_t)                                                             \
+    R(int, creat64, const char *, mode_t)                                                           \
+    R(int, close, int)                                                                              \
+    R(int, unlink, const char *)                                                                    \
+    R(int, unlinkat, int, const char *, int)                                                        \
+    R(int, rename, const char *, const char *)                                                      \
+    R(int, renameat, int, const char *, int, const char *)                                          \
+    R(int, renameat2, int, const char *, int, const char *, unsigned int)                           \
+    R(int, truncate, const char *, off_t)                                                           \
+    R(int, truncate64, const char *, off_t)                                                         \
+    R(int, ftruncate, int, off_t)                                                                   \
+    R(int, ftruncate64, int, off_t)                                                                 \
+    R(int, fallocate, int, int, off_t, off_t)                                                       \
+    R(int, fallocate64, int, int, off_t, off_t)                                                     \
+    R(int, fsync, int)                                                                              \
+    R(int, fdatasync, int)                                                                          \
+    R(int, sync_file_range, int, off_t, off_t, unsigned int)                                        \
+    R(int, dup, int)                                                                                \
+    R(int, dup2, int, int)                                                                          \
+    R(int, dup3, int, int, int)                                                                     \
+    R(int, fcntl, int, int, ...)                                                                    \
+    R(int, fcntl64, int, int, ...)                                                                  \
+    R(pid_t, fork, void)                                                                            \
+    R(int, execve, const char *, char *const[], char *const[])                                      \
+    R(int, execv, const char *, char *const[])                                                      \
+    R(int, execvp, const char *, char *const[])                                                     \
+    R(int, execvpe, const char *, char *const[], char *const[])                                     \
+    R(void, exit, int)                                                                              \
+    R(void, _exit, int)                                                                             \
+    R(void, _Exit, int)                                                                             \
+    R(void *, dlopen, const char *, int)                                                            \
+    R(int, dlclose, void *)                                                                         \
+    R(size_t, fwrite, const void *, size_t, size_t, FILE *)                                         \
+    R(int, fputs, const char *, FILE *)                                                             \
+    R(int, fputc, int, FILE *)                                                                      \
+    R(int, putc, int, FILE *)                                                                       \
+    R(int, vfprintf, FILE *, const char *, va_list)                                                 \
+    R(int, fclose, FILE *)                                                                          \
+    R(FILE *, fopen, const char *, const char *)                                                    \
+    R(FILE *, fopen64, const char *, const char *)                                                  \
+    R(void *, mmap, void *, size_t, int, int, int, off_t)                                           \
+    R(void *, mmap64, void *, size_t, int, int, int, off_t)                                         \
+    R(int, munmap, void *, size_t)                                                                  \
+    R(void *, mremap, void *, size_t, size_t, int, ...)                                             \
+    R(int, msync, void *, size_t, int)                                                              \
+    R(int, io_submit, unsigned long, long, struct iocb **)                                          \
+    R(long, syscall, long, ...)                                                                     \
+    R(ssize_t, copy_file_range, int, off_t *, int, off_t *, size_t, unsigned int)                   \
+    R(ssize_t, sendfile, int, int, off_t *, size_t)                                                 \
+    R(ssize_t, sendfile64, int, int, off_t *, size_t)                                               \
+    R(ssize_t, splice, int, off_t *, int, off_t *, size_t, unsigned int)                            \
+    R(int, posix_spawn, pid_t *, const char *, const posix_spawn_file_actions_t *,                  \
+      const posix_spawnattr_t *, char *const[], char *const[])                                      \
+    R(int, posix_spawnp, pid_t *, const char *, const posix_spawn_file_actions_t *,                 \
+      const posix_spawnattr_t *, char *const[], char *const[])                                      \
+    R(pid_t, _Fork, void)                                                                           \
+    R(int, clone, int (*)(void *), void *, int, void *, ...)                                        \
+    R(int, fexecve, int, char *const[], char *const[])                                              \
+    R(int, execveat, int, const char *, char *const[], char *const[], int)                          \
+    R(int, io_uring_queue_init, unsigned, void *, unsigned)                                         \
+    R(int, io_uring_queue_init_params, unsigned, void *, void *)                                    \
+    R(int, io_uring_queue_init_mem, unsigned, void *, void *, void *, size_t)                       \
+    R(int, io_uring_setup, unsigned, void *)
+
+#define REAL(name) real_##name
+#define DECL_REAL(ret, name, ...) extern ret (*real_##name)(__VA_ARGS__);
+PCSHIM_REALS(DECL_REAL)
+
+#define RESOLVE(name)                                                       \
+    do {                                                                    \
+        if (!real_##name)                                                   \
+            *(void **)(&real_##name) = dlsym(RTLD_NEXT, #name);             \
+    } while (0)
+
+/* ---------- state ---------- */
+struct tbuf {
+    atomic_int lock;
+    int used;
+    uint32_t tid;
+    uintptr_t stack_lo, stack_hi;
+    struct pcshim_record rec[BUF_RECORDS];
+};
+
+struct seg {
+    uintptr_t lo, hi, bias;
+    uint64_t module;
+    const char *path;
+    int has_fp; /* auto: the module keeps frame pointers (see module_has_fp) */
+};
+
+struct segtab {
+    int n;
+    uintptr_t lo, hi; /* span of all segments: a quick reject for stack words */
+    struct seg s[MAX_SEGS];
+};
+
+struct fdinfo {
+    _Atomic uint8_t state; /* 0 unknown, 1 tracked regular file, 2 ignored */
+    uint64_t dev, ino, path;
+};
+
+/* One PC for several records of one call (io_submit, msync over several mappings). */
+struct pc_once {
+    int done;
+    uint16_t nframes;
+    uint64_t pc;
+};
+
+/* Shared between files; state used by one file only is static there. */
+/* lifecycle.c: settings and identity, set once by pcshim_init */
+extern int g_active;
+extern int g_method;
+extern int g_frames;
+extern char g_dir[PATH_MAX];
+extern pthread_key_t g_key;
+extern int (*g_unw_backtrace)(void **, int);
+extern uintptr_t g_self_lo, g_self_hi;
+extern char g_exe[PATH_MAX];
+/* exec/spawn: the environment entries every descendant needs ("NAME=value") */
+extern char g_self[PATH_MAX];
+extern char g_env_dir[PATH_MAX + 16], g_env_method[32], g_env_frames[32];
+/* logs.c: the log files of this process image and the per-thread buffers */
+extern int g_bin, g_txt;
+extern uint32_t g_pid;
+extern atomic_ullong g_records;
+extern _Atomic(uint64_t) g_seen_sig[SEEN_SLOTS];
+extern struct tbuf *_Atomic g_threads[MAX_THREADS];
+extern TLS struct tbuf *t_buf;
+/* record.c: the fd table and the re-entrancy guard */
+extern struct fdinfo g_fds[MAX_FDS];
+extern TLS int t_guard;
+
+/* ---------- prototypes ---------- */
+/* util.c */
+long sc(long n, long a, long b, long c, long d);
+uint64_t mix64(uint64_t x);
+uint64_t hash_bytes(const void *p, size_t n);
+uint64_t now_ns(void);
+void write_all(int fd, const void *p, size_t n);
+size_t put_str(char *dst, size_t at, size_t cap, const char *s);
+size_t put_hex(char *dst, size_t at, size_t cap, uint64_t v, int width);
+size_t put_dec(char *dst, size_t at, size_t cap, uint64_t v);
+int seen_insert(_Atomic(uint64_t) *set, uint64_t h);
+int abs_path(int dirfd, const char *p, char *out, size_t cap);
+/* logs.c */
+void open_logs(void);
+void txt_line(const char *s, size_t n);
+void warn(const char *msg);
+uint64_t intern_path(const char *p);
+void flush_buf(struct tbuf *b);
+void lock_buf(struct tbuf *b);
+void unlock_buf(struct tbuf *b);
+void thread_gone(void *p);
+void flush_all(void);
+struct tbuf *my_buf(void);
+/* modules.c */
+struct segtab *segs(void);
+struct seg *find_seg(struct segtab *t, uintptr_t a);
+/* stackwalk.c */
+uint64_t signature(struct tbuf *b, uint16_t *nframes);
+/* record.c */
+void push_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
+                 uint64_t path, uint64_t aux, struct pc_once *pc);
+void add_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
+                uint64_t path, uint64_t aux, int want_pc);
+struct fdinfo *fd_learn(int fd);
+struct fdinfo *fd_get(int fd);
+void fd_forget(int fd);
+void rec_fd(int op, int fd, uint64_t off, uint64_t len, uint32_t flags, int want_pc);
+void rec_write(int fd, int64_t off, ssize_t ret, uint32_t flags);
+void rec_path(int op, int dirfd, const char *p, uint64_t aux, const struct stat *st);
+/* lifecycle.c */
+void on_exit_flush(int status, int record);
+void uring_used(void);
+void end_line(void);
+void finish(int status, int record);
+void atfork_child(void);
+/* hooks_files.c, hooks_process.c, hooks_aio.c: used by other hooks */
+void after_open(int fd, int flags);
+void rec_fork(pid_t child);
+void rec_iocbs(struct iocb **cbs, long n);
+
+/* ---------- the guard and the hook tail ---------- */
+/* Enter the shim: 1 if this call should be recorded (guard taken), 0 to pass through. */
+static inline int enter(void)
+{
+    if (!g_active || t_guard)
+        return 0;
+    t_guard = 1;
+    return 1;
+}
+
+static inline void leave(void) { t_guard = 0; }
+
+static inline int is_our_fd(int fd) { return fd >= 0 && (fd == g_bin || fd == g_txt); }
+
+/* The tail of a hook, written once: if `cond` holds (evaluated first: a failed call never takes
+ * the guard) and the shim may record (enter() takes the guard), run the statements (the rest of
+ * the arguments, commas allowed) with the program's errno saved around them, then leave(). Most
+ * hooks use it after their real call (`RECORD_IF(r > 0, rec_write(...))`); exec before its call. */
+#define RECORD_IF(cond, ...)                                                \
+    do {                                                                    \
+        if ((cond) && enter()) {                                            \
+            int saved_errno_ = errno;                                       \
+            __VA_ARGS__;                                                    \
+            errno = saved_errno_;                                           \
+            leave();                                                        \
+        }                                                                   \
+    } while (0)
+
+/* A hook whose successful call wrote r bytes into `to_fd` at `at` (-1: at the file position,
+ * found afterwards), recorded with the write flags `via`: the write family (and sendfile) differ
+ * only by their parameters and the real call. */
+#define WRITE_HOOK(name, params, args, to_fd, at, via)                      \
+    EXPORT ssize_t name params                                              \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        ssize_t r = real_##name args;                                       \
+        RECORD_IF(r > 0, rec_write(to_fd, at, r, via));                     \
+        return r;                                                           \
+    }
+
+#pragma GCC visibility pop
+
+#endif

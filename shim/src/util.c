@@ -1,0 +1,139 @@
+/* util.c: small helpers with no state of their own: the shim's own system calls (sc), hashing,
+ * the time stamp, writing a buffer out, number formatting without stdio, the fixed "seen" sets
+ * and absolute paths. What is written where is logs.c's business; paths are interned there. */
+#include "shim.h"
+
+/* The shim's own system calls bypass its syscall() hook. */
+long sc(long n, long a, long b, long c, long d)
+{
+    RESOLVE(syscall);
+    return real_syscall(n, a, b, c, d, 0L, 0L);
+}
+
+/* ---------- small helpers ---------- */
+uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+uint64_t hash_bytes(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ULL;
+    }
+    h = mix64(h);
+    return h ? h : 1;
+}
+
+uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0 && fd >= 0) {
+        ssize_t r = sc(SYS_write, fd, (long)c, (long)n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return;
+        c += r;
+        n -= (size_t)r;
+    }
+}
+
+size_t put_str(char *dst, size_t at, size_t cap, const char *s)
+{
+    while (*s && at < cap)
+        dst[at++] = *s++;
+    return at;
+}
+
+size_t put_hex(char *dst, size_t at, size_t cap, uint64_t v, int width)
+{
+    char tmp[17];
+    int n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v || n < width);
+    while (n > 0 && at < cap)
+        dst[at++] = tmp[--n];
+    return at;
+}
+
+size_t put_dec(char *dst, size_t at, size_t cap, uint64_t v)
+{
+    char tmp[21];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n > 0 && at < cap)
+        dst[at++] = tmp[--n];
+    return at;
+}
+
+/* Insert h into a fixed open-addressed set; 1 if new (or the set is full: duplicates are harmless). */
+int seen_insert(_Atomic(uint64_t) *set, uint64_t h)
+{
+    for (unsigned i = 0; i < 64; i++) {
+        _Atomic(uint64_t) *slot = &set[(h + i) & (SEEN_SLOTS - 1)];
+        uint64_t cur = atomic_load(slot);
+        if (cur == h)
+            return 0;
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (atomic_compare_exchange_strong(slot, &zero, h))
+                return 1;
+            if (zero == h)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Absolute path of `p` relative to dirfd (AT_FDCWD or a directory fd), lexically. */
+int abs_path(int dirfd, const char *p, char *out, size_t cap)
+{
+    if (!p)
+        return -1;
+    if (p[0] == '/') {
+        size_t at = put_str(out, 0, cap - 1, p);
+        out[at] = 0;
+        return 0;
+    }
+    char base[PATH_MAX];
+    if (dirfd == AT_FDCWD) {
+        if (!getcwd(base, sizeof base))
+            return -1;
+    } else {
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+        ssize_t n = readlink(link, base, sizeof base - 1);
+        if (n <= 0)
+            return -1;
+        base[n] = 0;
+    }
+    const char *q = p;
+    while (q[0] == '.' && q[1] == '/')
+        q += 2;
+    size_t at = put_str(out, 0, cap - 1, strcmp(base, "/") ? base : "");
+    at = put_str(out, at, cap - 1, "/");
+    at = put_str(out, at, cap - 1, q);
+    out[at] = 0;
+    return 0;
+}
