@@ -13,7 +13,7 @@
 //! assignment when every file is still nearest to its previous centre.
 //! Source: Zhang, Xue, Zhou, "Automatic I/O stream management based on file characteristics"
 //! (2021).
-//! What it sees: file id and file class (type) of each write, file events; LPN and TRIM
+//! What it sees: file id and file class (type) of each write; LPN and TRIM
 //! invalidations only to derive events from a block trace: the first write of a file id creates
 //! (opens) it, and the file is deleted when TRIMs (or other files' overwrites) leave it no live
 //! page.
@@ -24,15 +24,12 @@
 //! Deviations: k-means++ is replaced by the deterministic DP k-means (on ln USM); with no
 //! deleted-file history of f_i's type, `amount` = its page writes so far (our choice); mapper
 //! files keep their stream when d shrinks until the remapper takes them; "open" = first write
-//! (block traces have no open/close), and explicit Create/Delete events are handled the same way.
+//! and "delete" = no live page left (block traces carry no open, close or delete events).
 
 use std::collections::{BTreeMap, VecDeque};
 
 use super::cluster::{kmeans_1d, nearest};
-use super::{
-    Attrs, Cause, FileEvent, FileEventKind, Invalidation, Placement, PolicyCtx, RequestInfo,
-    WriteInfo,
-};
+use super::{Attrs, Cause, Invalidation, Placement, PolicyCtx, RequestInfo, WriteInfo};
 use crate::error::SimError;
 use crate::units::{LogicalTime, StreamId};
 
@@ -260,7 +257,6 @@ impl Placement for FileStream {
     fn sees(&self) -> Attrs {
         Attrs::FILE
             .union(Attrs::FILE_CLASS)
-            .union(Attrs::FILE_EVENTS)
             .union(Attrs::LPN)
             .union(Attrs::LIFETIME)
     }
@@ -309,18 +305,6 @@ impl Placement for FileStream {
     fn tick(&mut self, now: LogicalTime) {
         self.now = now.0;
         self.rebalance();
-    }
-    fn on_file_event(&mut self, ev: &FileEvent, now: LogicalTime) {
-        self.now = now.0;
-        match ev.kind {
-            FileEventKind::Create | FileEventKind::Open => {
-                if ev.file != 0 && !self.files.contains_key(&ev.file) {
-                    self.create(ev.file, ev.file_class);
-                }
-            }
-            FileEventKind::Delete => self.delete(ev.file),
-            FileEventKind::Close => {}
-        }
     }
     fn prefetch(&self, lpn: u64) {
         if let Some(f) = self.lpn_file.get(lpn as usize) {

@@ -1,13 +1,14 @@
 //! Placement policies: the trait every scheme implements, the attributes a policy may see, and
 //! the registry (`--policy NAME`).
 //!
-//! The simulator calls these hooks (docs/POLICIES.md, "The policy interface"): `on_request` once per host request,
-//! `on_write` per host page, `on_invalidate` per overwritten or trimmed page (with the old
-//! version's write time, PC and stream), `gc_destination` per copied page when the policy
-//! classifies GC writes itself, `on_segment_reclaimed` after each erase, `tick` when logical time
-//! crosses the policy's period, `on_file_event` for file events, and `save_state`/`load_state`
-//! for tables that persist across runs. A policy only receives the request attributes its
-//! `sees()` declares: the others arrive as zeros.
+//! The simulator calls these hooks (docs/POLICIES.md, "The policy interface"): `on_request` once
+//! per host request, `on_write` per host page, `on_invalidate` per overwritten or trimmed page
+//! (with the old version's write time, PC and stream), `gc_destination` per copied page when the
+//! policy classifies GC writes itself, `on_segment_reclaimed` after each erase, `tick` when
+//! logical time crosses the policy's period, and `save_state`/`load_state` for tables that
+//! persist across runs. A policy only receives the request attributes its `sees()` declares: the
+//! others arrive as zeros. There is no file-event hook: no trace carries create/delete events,
+//! so a policy derives file lifecycles from the `file` column and invalidations.
 
 pub mod autostream_mq;
 pub mod autostream_sfr;
@@ -47,7 +48,6 @@ impl Attrs {
     pub const DEATH: Attrs = Attrs(1 << 8);
     /// Lifetime feedback on invalidation (old version's write time, PC, stream).
     pub const LIFETIME: Attrs = Attrs(1 << 9);
-    pub const FILE_EVENTS: Attrs = Attrs(1 << 10);
     /// User-vs-GC flag and victim information at GC.
     pub const GC_INFO: Attrs = Attrs(1 << 11);
 
@@ -58,7 +58,7 @@ impl Attrs {
         self.0 & o.0 == o.0
     }
 
-    const NAMES: [(&'static str, Attrs); 12] = [
+    const NAMES: [(&'static str, Attrs); 11] = [
         ("lpn", Attrs::LPN),
         ("len", Attrs::LEN),
         ("pc", Attrs::PC),
@@ -69,7 +69,6 @@ impl Attrs {
         ("hint", Attrs::HINT),
         ("death_time", Attrs::DEATH),
         ("lifetime_feedback", Attrs::LIFETIME),
-        ("file_events", Attrs::FILE_EVENTS),
         ("gc_info", Attrs::GC_INFO),
     ];
 
@@ -190,22 +189,6 @@ pub struct Reclaimed {
     pub valid_copied: u32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileEventKind {
-    Create,
-    Open,
-    Close,
-    Delete,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct FileEvent {
-    pub kind: FileEventKind,
-    pub file: u32,
-    pub file_class: u16,
-    pub size_pages: u64,
-}
-
 /// What a policy is built with.
 #[derive(Clone, Debug)]
 pub struct PolicyCtx {
@@ -270,7 +253,6 @@ pub trait Placement: Send {
         None
     }
     fn tick(&mut self, _now: LogicalTime) {}
-    fn on_file_event(&mut self, _ev: &FileEvent, _now: LogicalTime) {}
     /// Persistent state (JSON) saved at the end of a run, if the policy has any.
     fn save_state(&self) -> Option<String> {
         None

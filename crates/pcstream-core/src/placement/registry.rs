@@ -96,7 +96,6 @@ pub const POLICIES: &[PolicyEntry] = &[
         name: "filestream",
         sees: Attrs::FILE
             .union(Attrs::FILE_CLASS)
-            .union(Attrs::FILE_EVENTS)
             .union(Attrs::LPN)
             .union(Attrs::LIFETIME),
         summary: "FileStream: new files by lifetime-dissimilarity mapper, long-open files by USM",
