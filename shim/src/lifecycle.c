@@ -14,12 +14,8 @@ PCSHIM_REALS(DEF_REAL)
 int g_active;
 static int g_exit_recorded;
 static int g_finished;
-int g_method = M_AUTO;
-int g_frames = 12;
 char g_dir[PATH_MAX];
 pthread_key_t g_key;
-int (*g_unw_backtrace)(void **, int);
-uintptr_t g_self_lo, g_self_hi;
 char g_exe[PATH_MAX];
 static atomic_int g_uring_warned;
 /* exec/spawn: the environment entries every descendant needs ("NAME=value") */

@@ -2,8 +2,14 @@
  * a call instruction; unwind: libunwind's unw_backtrace; auto: fp when every frame record it used
  * belongs to a frame-pointer module, else unwind), the hash of the frames and the S/F lines of a
  * signature seen for the first time. The module table the walkers look addresses up in is
- * modules.c's; libunwind is loaded by lifecycle.c. */
+ * modules.c's; the configuration below is set, and libunwind loaded, by lifecycle.c. */
 #include "shim.h"
+
+/* ---------- configuration: set once by lifecycle.c at init, read on every walk ---------- */
+int g_method = M_AUTO;
+int g_frames = 12;
+int (*g_unw_backtrace)(void **, int);
+uintptr_t g_self_lo, g_self_hi; /* the shim's own code, skipped by the walkers */
 
 /* ---------- stack walkers ---------- */
 static int in_self(uintptr_t a) { return a >= g_self_lo && a < g_self_hi; }

@@ -8,6 +8,7 @@ use std::path::Path;
 use pcstream_core::{SimOptions, SsdConfig};
 use serde::Serialize;
 
+use crate::error::TraceError;
 use crate::gen::{generate_to_file, GenParams};
 use crate::run::{run_trace, RunError};
 
@@ -45,7 +46,7 @@ pub fn bench(
     let logical = cfg.logical_pages();
     let writes = if pages == 0 { 3 * logical } else { pages };
     let dir = std::env::temp_dir().join(format!("pcstream-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| crate::TraceError::Io {
+    std::fs::create_dir_all(&dir).map_err(|e| TraceError::Io {
         path: dir.display().to_string(),
         why: format!("cannot create the benchmark directory ({e})"),
     })?;
