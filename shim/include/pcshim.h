@@ -18,7 +18,13 @@
  *       F <module:16 hex> <offset:hex> <len> <module path>\n   its frames, innermost first
  *       W <text>\n                                   a warning (unwind unavailable, too many mappings,
  *                                                    ...); "W io_uring: ..." once per process image
- *                                                    that set up an io_uring (its ring I/O is not seen)
+ *                                                    that set up an io_uring (its ring I/O is not seen);
+ *                                                    "W static: <path>" for an exec of a statically
+ *                                                    linked program (the shim cannot enter it);
+ *                                                    "W mmap: <bytes> <path>" for a shared writable
+ *                                                    mapping unmapped or left at exit never msync'ed;
+ *                                                    "W unplaced: <bytes> <path>: <why>" for written
+ *                                                    bytes the shim knows of but could not place
  *       E <records>\n                                the process image ended cleanly having logged
  *                                                    <records> records (absent: killed, records lost)
  */
@@ -46,6 +52,9 @@ enum pcshim_op {
     PCSHIM_OP_EXEC = 13,      /* path = program */
     PCSHIM_OP_EXIT = 14,      /* offset = exit status; flags = 1: status unknown (return from main) */
     PCSHIM_OP_SPAWN = 15,     /* posix_spawn(p) in the parent: offset = child pid, path = program */
+    PCSHIM_OP_SET_HINT = 16,  /* fcntl(F_SET_RW_HINT) the program made and the kernel accepted:
+                               * fd, offset = the hint (enum rw_hint: 0 NOT_SET, 1 NONE, 2 SHORT,
+                               * 3 MEDIUM, 4 LONG, 5 EXTREME), dev/ino of the file */
 };
 
 /* flags of PCSHIM_OP_WRITE: how the bytes reached the file (0 = a write/pwrite/writev call). */
@@ -57,6 +66,13 @@ enum pcshim_write_via {
     PCSHIM_VIA_SENDFILE = 1u << 4, /* sendfile into this file (at its file position) */
     PCSHIM_VIA_SPLICE = 1u << 5,   /* splice from a pipe into this file */
     PCSHIM_VIA_SYSCALL = 1u << 6,  /* syscall(SYS_write|SYS_pwrite64, ...) */
+    PCSHIM_VIA_RECOVERED = 1u << 7, /* found by the safety net at close/exit: bytes between the
+                                     * file position (or size) and what was recorded for the fd,
+                                     * at the offsets they occupy; pc = the closing call path */
+    PCSHIM_VIA_STDIO_INLINE = 1u << 8, /* with VIA_STDIO: bytes that entered a stdio buffer without a
+                                        * stdio call the shim saw (putc-style macros), accounted at
+                                        * the next flush point (overflow, fflush, fclose, a stdio
+                                        * call, fork, exit); pc = that flush point's call path */
 };
 
 /* First 32 bytes of every .bin file. */

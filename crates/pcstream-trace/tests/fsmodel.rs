@@ -764,3 +764,48 @@ fn a_spawned_child_keeps_only_inheritable_descriptors() {
         "the inherited file lives until the child exits"
     );
 }
+
+/// A write-life hint set on the inode travels with the data written back after it (as ext4
+/// copies the inode's hint into each bio); data written back before it carries none.
+#[test]
+fn the_inode_hint_at_writeback_is_the_data_hint() {
+    let hint = |ts: u64, fd: i32, file: u32, h: u64| FileEvent {
+        offset: h,
+        ..op(ts, FileOp::SetHint, 1, fd, file)
+    };
+    let events = [
+        open(0, 1, 3, 1),
+        write(S, 1, 3, 1, 0, 8 * 4096, 7),
+        op(2 * S, FileOp::Fsync, 1, 3, 1),
+        hint(3 * S, 3, 1, 4),
+        write(4 * S, 1, 3, 1, 8 * 4096, 8 * 4096, 7),
+        op(5 * S, FileOp::Fsync, 1, 3, 1),
+        open(6 * S, 1, 4, 2),
+        hint(7 * S, 4, 2, 2),
+        write(8 * S, 1, 4, 2, 0, 4 * 4096, 9),
+        hint(9 * S, 4, 2, 99),
+        op(10 * S, FileOp::Close, 1, 4, 2),
+    ];
+    let (reqs, _) = run(opts(), &events, 2);
+    let data: Vec<(u64, u8)> = reqs
+        .iter()
+        .filter(|r| r.op == Op::Write as u8 && r.meta == meta::DATA)
+        .map(|r| (r.pc, r.hint))
+        .collect();
+    let pages = |pc: u64, h: u8| -> u64 {
+        reqs.iter()
+            .filter(|r| {
+                r.op == Op::Write as u8 && r.meta == meta::DATA && r.pc == pc && r.hint == h
+            })
+            .map(|r| r.pages as u64)
+            .sum()
+    };
+    assert_eq!(pages(7, 0), 8, "{data:?}");
+    assert_eq!(pages(7, 4), 8, "{data:?}");
+    // File 2's hint changed to 5 (99 clamped to EXTREME) before its data reached the disk.
+    assert_eq!(pages(9, 5), 4, "{data:?}");
+    assert!(reqs
+        .iter()
+        .filter(|r| r.meta != meta::DATA)
+        .all(|r| r.hint == 0));
+}

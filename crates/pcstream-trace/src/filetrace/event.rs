@@ -23,12 +23,15 @@ pub enum FileOp {
     Exit = 14,
     /// posix_spawn in the parent (`offset` = the child's pid).
     Spawn = 15,
+    /// The program set the file's write-life hint (`fcntl(F_SET_RW_HINT)`; `offset` = the hint,
+    /// 0 NOT_SET … 5 EXTREME).
+    SetHint = 16,
     /// A well-formed op name this version does not know (the format allows new ones).
     Unknown = 255,
 }
 
 impl FileOp {
-    const ALL: [FileOp; 15] = [
+    const ALL: [FileOp; 16] = [
         FileOp::Open,
         FileOp::Write,
         FileOp::Fsync,
@@ -44,6 +47,7 @@ impl FileOp {
         FileOp::Exec,
         FileOp::Exit,
         FileOp::Spawn,
+        FileOp::SetHint,
     ];
 
     /// The op of a shim record code, if known.
@@ -70,6 +74,7 @@ impl FileOp {
             "exec" => FileOp::Exec,
             "exit" => FileOp::Exit,
             "spawn" => FileOp::Spawn,
+            "set_hint" => FileOp::SetHint,
             _ => return None,
         })
     }
@@ -92,6 +97,7 @@ impl FileOp {
             FileOp::Exec => "exec",
             FileOp::Exit => "exit",
             FileOp::Spawn => "spawn",
+            FileOp::SetHint => "set_hint",
             FileOp::Unknown => "unknown",
         }
     }

@@ -60,6 +60,13 @@ impl FsModel {
             }
             FileOp::Exec => self.exec_or_exit(ev.pid, false, sink)?,
             FileOp::Exit => self.exec_or_exit(ev.pid, true, sink)?,
+            FileOp::SetHint => {
+                if let Some(s) = self.lookup(ev, true) {
+                    let f = self.files[s as usize].as_mut().expect("live file");
+                    // Linux's hints are 0 (NOT_SET) to 5 (EXTREME); larger values are refused.
+                    f.hint = ev.offset.min(MAX_RW_HINT) as u8;
+                }
+            }
             FileOp::Unknown => self.unknown_ops += 1,
         }
         if self.journal.running_len() >= self.journal.max_transaction {

@@ -65,6 +65,8 @@ const FALLOC_ZERO_RANGE: u32 = 0x10;
 const FALLOC_INSERT_RANGE: u32 = 0x20;
 /// Largest file offset ext4 allows with 4 KiB blocks (16 TiB).
 const MAX_FILE_BYTES: u64 = 1 << 44;
+/// Largest write-life hint Linux accepts (`RWH_WRITE_LIFE_EXTREME`).
+const MAX_RW_HINT: u64 = 5;
 /// Largest single write Linux performs (`MAX_RW_COUNT`).
 const MAX_WRITE_BYTES: u64 = 0x7fff_f000;
 
@@ -107,6 +109,8 @@ struct File {
     open_fds: u32,
     da_alloc_close: bool,
     last_pid: u32,
+    /// Write-life hint set on the inode (`fcntl(F_SET_RW_HINT)`; 0 = not set).
+    hint: u8,
     // Journal bookkeeping: transaction of the last change needing fsync / fdatasync, and the
     // transaction the inode block was last added to.
     meta_tid: u64,

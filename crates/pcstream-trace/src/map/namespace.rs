@@ -198,6 +198,7 @@ impl FsModel {
             open_fds: 0,
             da_alloc_close: false,
             last_pid: pid,
+            hint: 0,
             meta_tid: tid,
             datasync_tid: tid,
             inode_tid: 0,

@@ -100,6 +100,7 @@ impl Out {
         page: DirtyPage,
         file: u32,
         class: u16,
+        hint: u8,
     ) {
         self.s.data_pages += pages;
         let r = Request {
@@ -110,6 +111,7 @@ impl Out {
             file,
             file_class: class,
             meta: meta::DATA,
+            hint,
             ..Default::default()
         };
         self.write(sink, r, pages);

@@ -47,7 +47,9 @@ impl FsModel {
         let mut changed = false;
         // Pending request: (lpn, pages, who).
         let mut pend: Option<(u64, u64, DirtyPage)> = None;
-        let (file, class) = (f.out_id, f.class);
+        // The hint the inode holds now, at writeback, is what the data carries to the device (as
+        // ext4 copies the inode's write-life hint into each bio it submits).
+        let (file, class, hint) = (f.out_id, f.class, f.hint);
         let mut i = 0;
         while i < pages.len() {
             let l = pages[i].0;
@@ -86,7 +88,7 @@ impl FsModel {
                     }
                     _ => {
                         if let Some((s, n, w)) = pend.take() {
-                            self.out.data(sink, s, n, w, file, class);
+                            self.out.data(sink, s, n, w, file, class, hint);
                         }
                         pend = Some((b, 1, who));
                     }
@@ -95,7 +97,7 @@ impl FsModel {
             i += k as usize;
         }
         if let Some((s, n, w)) = pend {
-            self.out.data(sink, s, n, w, file, class);
+            self.out.data(sink, s, n, w, file, class, hint);
         }
         Ok(changed)
     }

@@ -39,6 +39,11 @@ pub const VIA_COPY: u32 = 1 << 3;
 pub const VIA_SENDFILE: u32 = 1 << 4;
 pub const VIA_SPLICE: u32 = 1 << 5;
 pub const VIA_SYSCALL: u32 = 1 << 6;
+/// Bytes the safety net found at close/exit (file position or size beyond what was recorded).
+pub const VIA_RECOVERED: u32 = 1 << 7;
+/// With [`VIA_STDIO`]: bytes that entered a stdio buffer through inline macros, accounted at the
+/// next flush point.
+pub const VIA_STDIO_INLINE: u32 = 1 << 8;
 
 /// Start of the warning a process image writes once when it sets up an io_uring.
 pub const IO_URING_WARNING: &str = "io_uring:";
