@@ -65,6 +65,15 @@ impl std::fmt::Display for FsError {
 
 impl std::error::Error for FsError {}
 
+/// What the data requests of one file carry besides the writer of each page: the file id, its
+/// name class and the write-life hint its inode holds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DataTag {
+    pub file: u32,
+    pub class: u16,
+    pub hint: u8,
+}
+
 /// Where requests go, with the current time and the counters.
 pub(crate) struct Out {
     pub now: u64,
@@ -98,9 +107,7 @@ impl Out {
         lpn: u64,
         pages: u64,
         page: DirtyPage,
-        file: u32,
-        class: u16,
-        hint: u8,
+        tag: DataTag,
     ) {
         self.s.data_pages += pages;
         let r = Request {
@@ -108,10 +115,10 @@ impl Out {
             lpn,
             pc: page.pc,
             pid: page.pid,
-            file,
-            file_class: class,
+            file: tag.file,
+            file_class: tag.class,
             meta: meta::DATA,
-            hint,
+            hint: tag.hint,
             ..Default::default()
         };
         self.write(sink, r, pages);

@@ -4,6 +4,7 @@
 //! written (runs of contiguous blocks with equal pc and pid, one request each). The dirty-page
 //! bookkeeping itself is in [`super::pagecache`].
 
+use super::output::DataTag;
 use super::pagecache::Queued;
 use super::*;
 
@@ -49,7 +50,11 @@ impl FsModel {
         let mut pend: Option<(u64, u64, DirtyPage)> = None;
         // The hint the inode holds now, at writeback, is what the data carries to the device (as
         // ext4 copies the inode's write-life hint into each bio it submits).
-        let (file, class, hint) = (f.out_id, f.class, f.hint);
+        let tag = DataTag {
+            file: f.out_id,
+            class: f.class,
+            hint: f.hint,
+        };
         let mut i = 0;
         while i < pages.len() {
             let l = pages[i].0;
@@ -88,7 +93,7 @@ impl FsModel {
                     }
                     _ => {
                         if let Some((s, n, w)) = pend.take() {
-                            self.out.data(sink, s, n, w, file, class, hint);
+                            self.out.data(sink, s, n, w, tag);
                         }
                         pend = Some((b, 1, who));
                     }
@@ -97,7 +102,7 @@ impl FsModel {
             i += k as usize;
         }
         if let Some((s, n, w)) = pend {
-            self.out.data(sink, s, n, w, file, class, hint);
+            self.out.data(sink, s, n, w, tag);
         }
         Ok(changed)
     }
