@@ -209,19 +209,47 @@ def map_trace(
     mount_opts: str = "",
     device: int | None = None,
     progress: Progress | None = None,
+    age: float | None = None,
+    age_seed: int = 0,
+    age_churn: int = 0,
 ) -> Json:
     """Map a file-level trace through the ext4 model into the block trace ``out``; returns the
     MapSummary {events, requests, data_pages, journal_pages, metadata_pages {inode, directory,
     bitmap, other}, trim_pages, flushes, absorbed_pages, files, commits, checkpoints,
-    peak_dirty_pages, capacity_pages, free_pages, unknown_ops, warnings}.
+    peak_dirty_pages, capacity_pages, free_pages, unknown_ops, warnings, aged}.
 
-    ``device``: model only the files with this ``st_dev``. ``progress(events_done, events_total)``.
+    ``device``: model only the files with this ``st_dev``. ``age``: first fill the file system
+    with seeded cold files to this share of its blocks (``age_seed``, after ``age_churn``
+    create/delete rounds); ``aged`` then describes the state the trace starts from.
+    ``progress(events_done, events_total)``.
     """
     return _decode(
         engine().map_trace(
-            file_trace, out, capacity_pages, mount_opts=mount_opts, device=device, progress=progress
+            file_trace,
+            out,
+            capacity_pages,
+            mount_opts=mount_opts,
+            device=device,
+            progress=progress,
+            age=age,
+            age_seed=age_seed,
+            age_churn=age_churn,
         )
     )
+
+
+def aging_plan(
+    capacity_pages: int, share: float, seed: int = 0, churn: int = 0, mount_opts: str = ""
+) -> list[Json]:
+    """The file operations ``map --age`` ages the model with, in order, to replay on a real file
+    system: ``{"op": "create", "path", "bytes"}``, ``{"op": "delete", "path"}``, ``{"op": "sync"}``
+    (paths relative to the file system's root)."""
+    plan = json.loads(
+        engine().aging_plan(capacity_pages, share, seed=seed, churn=churn, mount_opts=mount_opts)
+    )
+    if not isinstance(plan, list):
+        raise TypeError(f"the engine returned {type(plan).__name__}, expected a JSON list")
+    return plan
 
 
 def _decode(text: str) -> Json:

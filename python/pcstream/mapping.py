@@ -7,9 +7,21 @@ and its mount options are described in docs/FSMODEL.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pcstream import api
+
+
+@dataclass(frozen=True)
+class Aging:
+    """How to age the file system before the trace: fill it with seeded cold files to ``share``
+    of its blocks (None: a fresh file system), after ``churn`` create/delete rounds."""
+
+    share: float | None
+    seed: int = 0
+    churn: int = 0
+
 
 # The SSD preset whose logical size is the default file-system size: 'pcstream simulate''s
 # default SSD, so a mapped trace fits it.
@@ -33,6 +45,8 @@ SUMMARY_FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commits / checkpoints", ("commits", "checkpoints")),
     ("peak dirty pages", ("peak_dirty_pages",)),
     ("capacity pages / free at end", ("capacity_pages", "free_pages")),
+    ("aged: pages / share in use", ("aged.pages", "aged.used_share")),
+    ("aged: files / stale pages", ("aged.files", "aged.stale_blocks")),
 )
 
 
@@ -43,12 +57,23 @@ def map_trace(
     mount_opts: str = "",
     device: int | None = None,
     progress: api.Progress | None = None,
+    age: Aging | None = None,
 ) -> dict[str, Any]:
     """Map ``file_trace`` onto an ext4 of ``capacity_pages`` 4 KiB blocks mounted with
     ``mount_opts``, writing the block trace ``out``; returns the engine's MapSummary.
-    ``device``: model only the files of this ``st_dev``. ``progress(events_done, events_total)``."""
+    ``device``: model only the files of this ``st_dev``; ``age``: start from an aged file system.
+    ``progress(events_done, events_total)``."""
+    aging = age or Aging(None)
     return api.map_trace(
-        file_trace, out, capacity_pages, mount_opts=mount_opts, device=device, progress=progress
+        file_trace,
+        out,
+        capacity_pages,
+        mount_opts=mount_opts,
+        device=device,
+        progress=progress,
+        age=aging.share,
+        age_seed=aging.seed,
+        age_churn=aging.churn,
     )
 
 
@@ -61,4 +86,6 @@ def summary_figures(summary: dict[str, Any]) -> list[tuple[str, list[Any]]]:
             value = (value or {}).get(part)
         return value
 
-    return [(label, [field(key) for key in keys]) for label, keys in SUMMARY_FIGURES]
+    rows = [(label, [field(key) for key in keys]) for label, keys in SUMMARY_FIGURES]
+    # The aging rows only for aged traces.
+    return [(label, values) for label, values in rows if not label.startswith("aged") or summary.get("aged")]

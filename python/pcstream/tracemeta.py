@@ -3,7 +3,8 @@ ones Python decodes. The Rust writers define the same keys; docs/FORMATS.md tabl
 
 Block traces carry ``pcstream.format``, ``pcstream.page_bytes``, ``pcstream.capacity_pages``,
 ``pcstream.source``, ``pcstream.files``, ``pcstream.file_classes`` and ``pcstream.pcs``; file-level
-traces (``pcstream record``) the same plus ``pcstream.paths``. Every value is a string; the
+traces (``pcstream record``) the same plus ``pcstream.paths``; aged block traces (``map --age``)
+also ``pcstream.aged_rows`` and ``pcstream.aged_pages``. Every value is a string; the
 tables are JSON objects keyed by decimal strings.
 """
 
@@ -26,6 +27,9 @@ KEY_FILE_CLASSES = "pcstream.file_classes"
 KEY_PCS = "pcstream.pcs"
 # JSON: path id → absolute path (file-level traces).
 KEY_PATHS = "pcstream.paths"
+# The aged state (``map --age``): the trace's first rows and their pages.
+KEY_AGED_ROWS = "pcstream.aged_rows"
+KEY_AGED_PAGES = "pcstream.aged_pages"
 
 Footer = Mapping[Union[bytes, str], Union[bytes, str]]
 
@@ -47,6 +51,11 @@ def get(meta: Footer, key: str) -> str | None:
 def paths(meta: Footer) -> dict[int, str]:
     """The path table of a file-level trace: path id → path (empty when the key is absent)."""
     return {int(k): str(v) for k, v in json.loads(get(meta, KEY_PATHS) or "{}").items()}
+
+
+def aged_pages(path: str | Path) -> int:
+    """Pages of a block trace's aged state (0 when it has none); reads only the footer."""
+    return int(get(footer(path), KEY_AGED_PAGES) or 0)
 
 
 def encode_json(value: Any) -> bytes:

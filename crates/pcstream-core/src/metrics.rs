@@ -39,6 +39,8 @@ pub struct SimResult {
     pub ssd: String,
     pub seed: u64,
     pub prefill: f64,
+    /// Pages of the trace's aged state written before it (0: none), in no figure.
+    pub aged_pages: u64,
     pub warmup: u64,
     pub params: std::collections::BTreeMap<String, String>,
     pub gc_mode: String,

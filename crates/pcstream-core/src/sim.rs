@@ -44,6 +44,10 @@ pub struct Simulator {
     gc_mode: GcMode,
     logical_pages: u64,
     prefill_pages: u64,
+    /// The aged state given by [`Simulator::set_aged`]: extents (lpn, pages) written like the
+    /// prefill, and their pages.
+    aged: Vec<(u64, u64)>,
+    aged_pages: u64,
     /// Logical time: host pages written so far.
     t: u64,
     deaths: Option<DeathTimes>,
@@ -128,6 +132,8 @@ impl Simulator {
         let logical_pages = cfg.logical_pages();
         Ok(Simulator {
             prefill_pages: (opts.prefill * logical_pages as f64).floor() as u64,
+            aged: Vec::new(),
+            aged_pages: 0,
             ftl,
             policy,
             sees,
@@ -155,9 +161,42 @@ impl Simulator {
         self.sees.has(Attrs::DEATH)
     }
 
-    /// A pre-pass to feed the same requests to, for policies that see death times.
+    /// The device's aged state, written before the trace like the prefill (cold, stream 0,
+    /// pc 0, not shown to the policy, in no figure): the writes of `reqs` (an aged trace's
+    /// leading rows). Call before [`Simulator::death_pass`] and [`Simulator::start`]; refused
+    /// together with a prefill, and for rows that are not in-range writes.
+    pub fn set_aged(&mut self, reqs: &[Request]) -> Result<(), SimError> {
+        if self.prefill_pages > 0 {
+            return Err(SimError::BadParam(format!(
+                "the trace carries its own aged state ({} pages); drop --prefill (it would age the device a second time)",
+                reqs.iter().map(|r| r.pages as u64).sum::<u64>()
+            )));
+        }
+        for (i, r) in reqs.iter().enumerate() {
+            let end = r.lpn.checked_add(r.pages as u64);
+            if r.op != Op::Write as u8 || end.is_none_or(|e| e > self.logical_pages) {
+                return Err(SimError::BadRequest {
+                    index: i as u64,
+                    what: format!(
+                        "aged-state row: expected a write within the {} logical pages, got op {} at lpn {} + {} pages",
+                        self.logical_pages, r.op, r.lpn, r.pages
+                    ),
+                });
+            }
+            self.aged.push((r.lpn, r.pages as u64));
+            self.aged_pages += r.pages as u64;
+        }
+        Ok(())
+    }
+
+    /// A pre-pass to feed the same requests to, for policies that see death times (the
+    /// trace's rows after the aged state).
     pub fn death_pass(&self) -> DeathPass {
-        DeathPass::new(self.logical_pages, self.prefill_pages)
+        let mut p = DeathPass::new(self.logical_pages, self.prefill_pages);
+        for &(lpn, pages) in &self.aged {
+            p.mark_prefilled(lpn, pages);
+        }
+        p
     }
 
     pub fn set_death_times(&mut self, d: DeathTimes) {
@@ -185,7 +224,8 @@ impl Simulator {
             )));
         }
         let meta = PageMeta::new(PREFILL_TIME, 0, 0);
-        for lpn in 0..self.prefill_pages {
+        let aged = self.aged.iter().flat_map(|&(l, n)| l..l + n);
+        for lpn in (0..self.prefill_pages).chain(aged) {
             let death = self.deaths.as_ref().map_or(0, |d| d.prefill[lpn as usize]);
             self.ftl.program_host(
                 Lpn(lpn),
@@ -468,6 +508,7 @@ impl Simulator {
             ssd: self.ssd_name.clone(),
             seed: self.opts.seed,
             prefill: self.opts.prefill,
+            aged_pages: self.aged_pages,
             warmup: self.opts.warmup,
             params: self.opts.params.clone(),
             gc_mode: self.gc_mode.name().to_string(),

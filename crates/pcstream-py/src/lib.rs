@@ -7,6 +7,7 @@ use std::path::Path;
 
 use pcstream_core::placement::registry;
 use pcstream_core::{config, SimError, SimOptions, SsdConfig};
+use pcstream_trace::map::aging::{self, AgingSpec};
 use pcstream_trace::run::run_with_table_file;
 use pcstream_trace::{generate_to_file, summarize, GenParams, RunError, TraceError};
 use pyo3::create_exception;
@@ -348,9 +349,11 @@ fn import_trace(
 
 /// Map the file-level trace `input` through the ext4 model into the block trace `out`; returns
 /// the JSON `MapSummary`. `mount_opts` as `mount -o` (see docs/FSMODEL.md); `device`: model
-/// only events about files on this `st_dev`. `progress(events_done, events_total)`.
+/// only events about files on this `st_dev`; `age`: age the file system to this share of its
+/// blocks first (`age_seed`, `age_churn` rounds). `progress(events_done, events_total)`.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (input, out, capacity_pages, mount_opts="", device=None, progress=None))]
+#[pyo3(signature = (input, out, capacity_pages, mount_opts="", device=None, progress=None, age=None, age_seed=0, age_churn=0))]
 fn map_trace(
     py: Python<'_>,
     input: &str,
@@ -359,9 +362,11 @@ fn map_trace(
     mount_opts: &str,
     device: Option<u64>,
     progress: Option<Py<PyAny>>,
+    age: Option<f64>,
+    age_seed: u64,
+    age_churn: u32,
 ) -> PyResult<String> {
-    let mut opts = pcstream_trace::MapOptions::from_mount_opts(capacity_pages, mount_opts)
-        .map_err(trace_err)?;
+    let mut opts = map_options(capacity_pages, mount_opts, age, age_seed, age_churn)?;
     opts.only_dev = device;
     let mut prog = PyProgress::new(progress);
     let r = py.allow_threads(|| {
@@ -373,6 +378,36 @@ fn map_trace(
         Ok(s) => Ok(serde_json::to_string(&s).expect("a summary serialises")),
         Err(e) => Err(prog.err(e)),
     }
+}
+
+fn map_options(
+    capacity_pages: u64,
+    mount_opts: &str,
+    age: Option<f64>,
+    seed: u64,
+    churn: u32,
+) -> PyResult<pcstream_trace::MapOptions> {
+    let mut opts = pcstream_trace::MapOptions::from_mount_opts(capacity_pages, mount_opts)
+        .map_err(trace_err)?;
+    opts.age = age.map(|share| AgingSpec { share, seed, churn });
+    Ok(opts)
+}
+
+/// The aging plan `map --age` applies (the same operations age a real ext4): a JSON list of
+/// `{"op": "create", "path", "bytes"}`, `{"op": "delete", "path"}` and `{"op": "sync"}`.
+#[pyfunction]
+#[pyo3(signature = (capacity_pages, share, seed=0, churn=0, mount_opts=""))]
+fn aging_plan(
+    capacity_pages: u64,
+    share: f64,
+    seed: u64,
+    churn: u32,
+    mount_opts: &str,
+) -> PyResult<String> {
+    let opts = map_options(capacity_pages, mount_opts, None, seed, churn)?;
+    let ops = aging::plan(&opts, AgingSpec { share, seed, churn })
+        .map_err(|e| UsageError::new_err(e.what))?;
+    Ok(serde_json::to_string(&ops).expect("a plan serialises"))
 }
 
 #[pymodule]
@@ -394,5 +429,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(record_convert, m)?)?;
     m.add_function(wrap_pyfunction!(import_trace, m)?)?;
     m.add_function(wrap_pyfunction!(map_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(aging_plan, m)?)?;
     Ok(())
 }

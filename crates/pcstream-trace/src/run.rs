@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use pcstream_core::{SimError, SimOptions, SimResult, Simulator, SsdConfig};
+use pcstream_core::{Request, SimError, SimOptions, SimResult, Simulator, SsdConfig};
 
 use crate::blocktrace::{scan_capacity, BlockTraceReader};
 use crate::error::TraceError;
@@ -82,27 +82,36 @@ pub fn run_trace(
         }));
     }
     let total = reader.num_rows();
+    let aged_rows = reader.meta().aged.map_or(0, |a| a.rows);
     let mut sim = Simulator::new(cfg, opts).map_err(RunError::Sim)?;
     if let Some(t) = table {
         sim.policy_mut().load_state(t).map_err(RunError::Sim)?;
     }
-    let with_index = |e: SimError| match e {
-        SimError::BadRequest { index, what } => RunError::Trace(TraceError::Io {
-            path: path.display().to_string(),
-            why: format!("row {index}: {what}"),
-        }),
-        other => RunError::Sim(other),
+    // Row numbers in messages count from the file's first row, aged rows included.
+    let with_index = |offset: u64| {
+        move |e: SimError| match e {
+            SimError::BadRequest { index, what } => RunError::Trace(TraceError::Io {
+                path: path.display().to_string(),
+                why: format!("row {}: {what}", index + offset),
+            }),
+            other => RunError::Sim(other),
+        }
     };
+    if aged_rows > 0 {
+        let mut r = BlockTraceReader::open(path)?;
+        let (aged, _) = split_aged(&mut r, aged_rows, path)?;
+        sim.set_aged(&aged).map_err(with_index(0))?;
+    }
     if sim.needs_death_times() {
         let mut pass = sim.death_pass();
         let mut r = BlockTraceReader::open(path)?;
-        let mut buf = Vec::new();
+        let (_, mut buf) = split_aged(&mut r, aged_rows, path)?;
         let logical = sim.logical_pages();
-        let mut index = 0u64;
-        while r.next_batch(&mut buf)? {
+        let mut index = aged_rows;
+        loop {
             for q in &buf {
                 if q.op != 3 && q.lpn.saturating_add(q.pages as u64) > logical {
-                    return Err(with_index(SimError::BadRequest {
+                    return Err(with_index(0)(SimError::BadRequest {
                         index,
                         what: format!(
                             "lpn {} + {} pages is beyond the SSD's {logical} logical pages",
@@ -113,16 +122,24 @@ pub fn run_trace(
                 index += 1;
             }
             pass.feed_batch(&buf);
+            if !r.next_batch(&mut buf)? {
+                break;
+            }
         }
         sim.set_death_times(pass.finish());
     }
     sim.start().map_err(RunError::Sim)?;
     let mut pf = reader.into_prefetch(4);
     let (mut done, mut next_report) = (0u64, PROGRESS_ROWS);
+    let mut skip = aged_rows;
     while let Some(batch) = pf.next_batch() {
         let batch = batch?;
-        sim.feed(&batch).map_err(with_index)?;
-        done += batch.len() as u64;
+        let n = batch.len() as u64;
+        // The aged rows were written by `start`; the trace proper follows them.
+        let from = skip.min(n) as usize;
+        skip -= from as u64;
+        sim.feed(&batch[from..]).map_err(with_index(aged_rows))?;
+        done += n;
         pf.recycle(batch);
         if done >= next_report {
             next_report += PROGRESS_ROWS;
@@ -133,4 +150,31 @@ pub fn run_trace(
     }
     progress(done, total);
     Ok(sim.finish())
+}
+
+/// Read the first `rows` rows of `r` (the aged state); returns them and the rest of the batch
+/// that held the last of them (the first rows of the trace proper).
+fn split_aged(
+    r: &mut BlockTraceReader,
+    rows: u64,
+    path: &Path,
+) -> Result<(Vec<Request>, Vec<Request>), TraceError> {
+    let mut aged = Vec::new();
+    let mut buf = Vec::new();
+    while (aged.len() as u64) < rows {
+        if !r.next_batch(&mut buf)? {
+            return Err(TraceError::BadMeta {
+                path: path.display().to_string(),
+                key: crate::blocktrace::format::KEY_AGED_ROWS.into(),
+                why: format!(
+                    "says {rows} aged rows but the trace has {}; re-map the trace",
+                    aged.len()
+                ),
+            });
+        }
+        let need = (rows - aged.len() as u64).min(buf.len() as u64) as usize;
+        aged.extend_from_slice(&buf[..need]);
+        buf.drain(..need);
+    }
+    Ok((aged, buf))
 }

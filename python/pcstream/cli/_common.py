@@ -98,6 +98,37 @@ def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per line).")(f)
 
 
+def aging_options(f: F) -> F:
+    """--age SHARE, --age-seed N, --age-churn ROUNDS (the verb gets ``age``, ``age_seed``,
+    ``age_churn``; build a :class:`pcstream.mapping.Aging` from them)."""
+    f = click.option(
+        "--age-churn",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        metavar="ROUNDS",
+        help="Before the final fill, ROUNDS rounds that delete half of the aged files and refill, "
+        "so the free space is fragmented as on a used file system.",
+    )(f)
+    f = click.option(
+        "--age-seed",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        metavar="N",
+        help="Seed of the aging's file sizes and names (same seed, same aged file system).",
+    )(f)
+    return click.option(
+        "--age",
+        type=click.FloatRange(0.0, 0.99, min_open=True),
+        default=None,
+        metavar="SHARE",
+        help="Age the file system first: fill it with cold files (sizes of a published file-system "
+        "study, spread over a directory tree) until SHARE of its blocks are in use; the program "
+        "then runs in what is left. The aged state leads the trace (docs/FSMODEL.md).",
+    )(f)
+
+
 # --------------------------------------------------------------------------- argument types and checks
 
 

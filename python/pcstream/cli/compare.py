@@ -8,6 +8,7 @@ import os
 
 import click
 
+from pcstream import tracemeta
 from pcstream.cli._common import (
     epilog,
     json_option,
@@ -78,7 +79,9 @@ def bundled_suite(ctx: click.Context) -> list[str]:
     default=sweep.DEFAULT_PREFILL,
     show_default=True,
     metavar="SHARE",
-    help="Age the SSD first: write this share of its logical pages once, sequentially, as cold data.",
+    help="Age the SSD first: write this share of its logical pages once, sequentially, as cold data. "
+    "Traces that carry their own aged state (pcstream map --age) are not prefilled, and an explicit "
+    "--prefill with them is refused.",
 )
 @warmup_option
 @seed_option
@@ -153,6 +156,12 @@ def command(
         require("--report")
         _prepare_dir(report_dir)
     ssd_list = list(dict.fromkeys(ssds))
+    prefill_given = ctx.get_parameter_source("prefill") is not click.core.ParameterSource.DEFAULT
+    if prefill_given and (aged := sweep.aged_traces(traces)):
+        raise click.UsageError(
+            f"{aged[0]} carries its own aged state ({tracemeta.aged_pages(aged[0]):,} pages); "
+            "drop --prefill (it would age the device a second time)"
+        )
     policies = sweep.select_policies(policy_spec)
     if not policies:
         raise click.UsageError("--policies is empty; give 'all' or names such as baseline,hotcold")
@@ -161,7 +170,7 @@ def command(
         traces,
         policies,
         ssd=ssd_list,
-        prefill=prefill,
+        prefill=prefill if prefill_given else None,
         warmup=warmup,
         seed=seed,
         timing=timing,
@@ -174,7 +183,8 @@ def command(
             print_json(outcome.record())
     else:
         ssd_text = ", ".join(ssd_list)
-        title = f"compare · ssd {ssd_text} · prefill {prefill}"
+        aged = "" if prefill_given or not sweep.aged_traces(traces) else " (aged traces: their own state)"
+        title = f"compare · ssd {ssd_text} · prefill {prefill}{aged}"
         stdout_console().print(outcomes_table(outcomes, timing, title=title))
     status = report_failures(outcomes)
     if results_dir is not None:
@@ -189,7 +199,9 @@ def command(
             seed=seed,
             timing=timing,
             executor=sweep.executor_name(n_jobs, ray_address),
-            command=sweep.command_line(traces, policy_spec, ssd_list, prefill, warmup, seed, timing),
+            command=sweep.command_line(
+                traces, policy_spec, ssd_list, prefill if prefill_given else None, warmup, seed, timing
+            ),
         )
         index = write_report(outcomes, report_dir, info)
         click.echo(f"report: {index}", err=True)

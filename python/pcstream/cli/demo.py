@@ -18,7 +18,8 @@ from pcstream.workloads.recipes import SUITE_SSD
 
 # --quick on the bundled suite: this many traces (the smallest).
 QUICK_TRACES = 4
-PREFILL = 0.9
+# The prefill of traces without their own aged state (as compare's default).
+PREFILL = sweep.DEFAULT_PREFILL
 SEED = 1
 
 
@@ -98,7 +99,7 @@ def command(
         traces,
         policies,
         ssd=ssd,
-        prefill=PREFILL,
+        prefill=None,
         warmup=0,
         seed=SEED,
         timing=timing,
@@ -114,7 +115,7 @@ def command(
         seed=SEED,
         timing=timing,
         executor=sweep.executor_name(n_jobs, None),
-        command=sweep.command_line(traces, "all", [ssd], PREFILL, 0, SEED, timing),
+        command=sweep.command_line(traces, "all", [ssd], None, 0, SEED, timing),
     )
     index = write_report(outcomes, out_dir, info)
     results_path = os.path.join(out_dir, "results.jsonl")

@@ -10,6 +10,7 @@ from pcstream import mapping
 from pcstream.cli._common import (
     SIZE,
     SIZE_HELP,
+    aging_options,
     epilog,
     fmt,
     json_option,
@@ -26,9 +27,16 @@ allocation, writeback timers, discard) and its simplifications are
 described in docs/FSMODEL.md. Default --capacity: the logical size of the
 'paper' SSD preset, the default SSD of 'pcstream simulate', so the mapped
 trace fits it; pass --capacity small (or a size) for smaller SSDs.
-Mount options: discard, nodiscard, barrier, nobarrier, auto_da_alloc,
-noauto_da_alloc, commit=S, dirty_expire=S, writeback_interval=S,
-dirty_bytes=B, ram=B, journal_pages=N, max_request_pages=N, cpus=N."""
+Mount options: discard (online TRIM of freed extents, the default here),
+nodiscard (ext4's default: no TRIM), fstrim=S (all free space trimmed
+every S seconds of trace time, as a periodic fstrim), barrier, nobarrier,
+auto_da_alloc, noauto_da_alloc, commit=S, dirty_expire=S,
+writeback_interval=S, dirty_bytes=B, ram=B, journal_pages=N,
+max_request_pages=N, cpus=N.
+With --age the trace starts with the aged state: its first rows (metadata
+keys pcstream.aged_rows / pcstream.aged_pages) are what the aged file
+system left on the device, which 'simulate' and 'compare' write first as
+cold data and exclude from every figure."""
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
@@ -63,9 +71,19 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     metavar="ST_DEV",
     help="Model only the files of this device (st_dev as recorded); others are skipped.",
 )
+@aging_options
 @json_option
 def command(
-    file_trace: str, out: str, fs: str, capacity: int, mount_opts: str, device: int | None, as_json: bool
+    file_trace: str,
+    out: str,
+    fs: str,
+    capacity: int,
+    mount_opts: str,
+    device: int | None,
+    age: float | None,
+    age_seed: int,
+    age_churn: int,
+    as_json: bool,
 ) -> None:
     """Replay FILE_TRACE (from 'pcstream record') through the ext4 model and write the block
     trace it would cause (data, journal and metadata writes, TRIMs, flushes) to BLOCK_TRACE.
@@ -75,7 +93,15 @@ def command(
     require_file(file_trace, "file-level trace")
     prepare_output(out)
     with progress_bar("map", unit="events") as progress:
-        summary = mapping.map_trace(file_trace, out, capacity, mount_opts, device, progress=progress)
+        summary = mapping.map_trace(
+            file_trace,
+            out,
+            capacity,
+            mount_opts,
+            device,
+            progress=progress,
+            age=mapping.Aging(age, age_seed, age_churn),
+        )
     if as_json:
         print_json(summary)
         return

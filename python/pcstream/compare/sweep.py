@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from pcstream import api
+from pcstream import api, tracemeta
 from pcstream.compare.jobs import Job, Outcome, run_jobs, run_jobs_ray
 from pcstream.errors import prepare_output
 
@@ -63,25 +63,48 @@ def select_policies(spec: str) -> list[str]:
     return list(dict.fromkeys(name.strip() for name in spec.split(",") if name.strip()))
 
 
+def _aged(trace: str) -> bool:
+    """Whether ``trace`` carries an aged state; an unreadable trace does not (its jobs then fail
+    with the reader's message, like any other run)."""
+    try:
+        return tracemeta.aged_pages(trace) > 0
+    except (OSError, ValueError):
+        return False
+
+
+def default_prefill(trace: str) -> float:
+    """The prefill a comparison ages the SSD with: none for a trace that carries its own aged
+    state, :data:`DEFAULT_PREFILL` otherwise."""
+    return 0.0 if _aged(trace) else DEFAULT_PREFILL
+
+
+def aged_traces(traces: Sequence[str]) -> list[str]:
+    """The traces that carry an aged state (``map --age``)."""
+    return [t for t in traces if _aged(t)]
+
+
 def make_jobs(
     traces: Sequence[str],
     policies: Sequence[str],
     *,
     ssd: str | Sequence[str],
-    prefill: float,
+    prefill: float | None,
     warmup: int,
     seed: int,
     timing: bool,
     cdf_points: int = 0,
 ) -> list[Job]:
-    """Traces outer, then SSD configs, policies inner: the order of every output."""
+    """Traces outer, then SSD configs, policies inner: the order of every output. ``prefill``
+    None: :data:`DEFAULT_PREFILL` for traces without an aged state, none for aged traces (they
+    carry their own)."""
     ssds = [ssd] if isinstance(ssd, str) else list(ssd)
+    prefills = {t: prefill if prefill is not None else default_prefill(t) for t in traces}
     return [
         Job(
             trace,
             policy,
             ssd=one_ssd,
-            prefill=prefill,
+            prefill=prefills[trace],
             warmup=warmup,
             seed=seed,
             timing=timing,
@@ -129,16 +152,19 @@ def command_line(
     traces: Sequence[str],
     policy_spec: str,
     ssds: Sequence[str],
-    prefill: float,
+    prefill: float | None,
     warmup: int,
     seed: int,
     timing: bool,
 ) -> str:
-    """The compare command that reproduces these results (executor options left out)."""
+    """The compare command that reproduces these results (executor options left out; ``prefill``
+    None: the default, per trace)."""
     words = ["pcstream", "compare", *traces, "--policies", policy_spec]
     for ssd in ssds:
         words += ["--ssd", ssd]
-    words += ["--prefill", f"{prefill:g}", "--warmup", str(warmup), "--seed", str(seed)]
+    if prefill is not None:
+        words += ["--prefill", f"{prefill:g}"]
+    words += ["--warmup", str(warmup), "--seed", str(seed)]
     if not timing:
         words.append("--no-timing")
     return shlex.join(words)

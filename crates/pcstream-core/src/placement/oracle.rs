@@ -129,6 +129,11 @@ impl DeathPass {
         }
     }
 
+    /// The LPNs `lpn..lpn + pages` hold cold data before the trace (an aged state).
+    pub fn mark_prefilled(&mut self, lpn: u64, pages: u64) {
+        self.last[lpn as usize..(lpn + pages) as usize].fill(PREFILLED);
+    }
+
     fn end(&mut self, lpn: usize) {
         match self.last[lpn] {
             UNSET => {}

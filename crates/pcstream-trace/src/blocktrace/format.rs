@@ -31,6 +31,10 @@ pub const KEY_SOURCE: &str = "pcstream.source";
 pub const KEY_FILES: &str = "pcstream.files";
 pub const KEY_FILE_CLASSES: &str = "pcstream.file_classes";
 pub const KEY_PCS: &str = "pcstream.pcs";
+/// Rows at the start of the trace that are the aged state of the device (all writes).
+pub const KEY_AGED_ROWS: &str = "pcstream.aged_rows";
+/// Pages of those rows.
+pub const KEY_AGED_PAGES: &str = "pcstream.aged_pages";
 /// The only format version this crate reads and writes.
 pub const FORMAT_VERSION: &str = "1";
 /// The engine's page size, as the `pcstream.page_bytes` value; other sizes are rejected rather
@@ -51,6 +55,15 @@ pub struct TraceMeta {
     pub file_classes: BTreeMap<u16, String>,
     /// Signature (decimal string) → list of frames `{module, offset, symbol?}`; always an object.
     pub pcs: serde_json::Value,
+    /// The aged state: the first `rows` rows, `pages` pages (`map --age`); `None`: none.
+    pub aged: Option<AgedRows>,
+}
+
+/// The leading rows of an aged trace: what the device holds before the trace starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AgedRows {
+    pub rows: u64,
+    pub pages: u64,
 }
 
 impl Default for TraceMeta {
@@ -63,6 +76,7 @@ impl Default for TraceMeta {
             files: BTreeMap::new(),
             file_classes: BTreeMap::new(),
             pcs: serde_json::Value::Object(Default::default()),
+            aged: None,
         }
     }
 }
@@ -91,6 +105,10 @@ impl TraceMeta {
         ];
         if let Some(c) = self.capacity_pages {
             v.push((KEY_CAPACITY.into(), c.to_string()));
+        }
+        if let Some(a) = self.aged {
+            v.push((KEY_AGED_ROWS.into(), a.rows.to_string()));
+            v.push((KEY_AGED_PAGES.into(), a.pages.to_string()));
         }
         v
     }
@@ -150,6 +168,17 @@ impl TraceMeta {
                             format!("'{v}' is not a number of pages; fix or remove the key"),
                         )
                     })?)
+                }
+                KEY_AGED_ROWS | KEY_AGED_PAGES => {
+                    let n: u64 = v.trim().parse().map_err(|_| {
+                        bad(k, format!("'{v}' is not a count; fix or remove the key"))
+                    })?;
+                    let a = m.aged.get_or_insert_with(AgedRows::default);
+                    if k == KEY_AGED_ROWS {
+                        a.rows = n
+                    } else {
+                        a.pages = n
+                    }
                 }
                 KEY_SOURCE => m.source = v.clone(),
                 KEY_FILES => {

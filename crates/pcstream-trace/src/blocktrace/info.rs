@@ -110,5 +110,8 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
         "pids": pids.len(),
         "meta_share": meta_share,
         "ts": {"first_ns": first, "last_ns": last, "duration_s": last.saturating_sub(first) as f64 / 1e9},
+        // The aged state (`map --age`): the leading rows, counted in `writes` too.
+        "aged_rows": m.aged.map_or(0, |a| a.rows),
+        "aged_pages": m.aged.map_or(0, |a| a.pages),
     }))
 }

@@ -9,7 +9,7 @@ pub mod reader;
 pub(crate) mod rowgroups;
 pub mod writer;
 
-pub use format::{TraceMeta, PAGE_BYTES};
+pub use format::{AgedRows, TraceMeta, PAGE_BYTES};
 pub use info::summarize;
 pub use reader::{scan_capacity, BlockTraceReader, Prefetch};
 pub use writer::{BlockTraceWriter, DEFAULT_ROW_GROUP_ROWS};

@@ -17,6 +17,7 @@ impl FsModel {
             return;
         }
         self.free.release(start, len);
+        self.mark_untrimmed(start);
         self.jadd_group(start, len);
     }
 
@@ -61,13 +62,22 @@ impl FsModel {
                 self.drop_all_preallocations();
             }
         }
-        Err(FsError {
-            event: self.events.saturating_sub(1),
-            what: format!(
+        let what = match self.aged_free {
+            Some((share, free)) => format!(
+                "the aged file system is full: the program needs more than the {free} blocks ({} MiB) left free after aging {} blocks to {:.0} %; lower --age or raise --capacity",
+                free / 256,
+                self.opts.capacity_pages,
+                share * 100.0
+            ),
+            None => format!(
                 "the modelled file system is full ({} blocks of 4 KiB, {} MiB); raise --capacity",
                 self.opts.capacity_pages,
                 self.opts.capacity_pages / 256
             ),
+        };
+        Err(FsError {
+            event: self.events.saturating_sub(1),
+            what,
         })
     }
 

@@ -47,6 +47,16 @@ impl FreeSpace {
         fs
     }
 
+    /// The free extents (start, length) in block order.
+    pub fn extents(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ext.iter().map(|(&s, &l)| (s, l))
+    }
+
+    /// The free extents (start, length) that start in `[from, to)`.
+    pub fn extents_in(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.ext.range(from..to).map(|(&s, &l)| (s, l))
+    }
+
     /// Free blocks in all.
     pub fn free_blocks(&self) -> u64 {
         self.free

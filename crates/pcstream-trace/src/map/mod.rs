@@ -10,12 +10,15 @@
 //! - `namespace`: paths, directories, inode incarnations, descriptors;
 //! - `allocation`: mballoc's goals, preallocation, extent updates, freeing; on the free-space
 //!   bitmaps of [`freespace`] and the extent maps of [`extent`];
-//! - `writeback`: when dirty data reach the disk; the dirty pages are kept by [`pagecache`];
+//! - `writeback`: when dirty data reach the disk (and periodic `fstrim`); the dirty pages are
+//!   kept by [`pagecache`];
+//! - [`aging`]: the seeded cold files an aged file system starts with, and the state they leave;
 //! - [`journal`]: jbd2 (transactions, commits, checkpoints) and the model's use of it;
 //! - [`output`]: the requests emitted and the counters;
 //! - [`layout`] (mke2fs's on-disk layout), [`classes`] (file-name classes), [`options`] (the
 //!   parameters, from mount options).
 
+pub mod aging;
 mod allocation;
 pub mod classes;
 mod events;
@@ -36,7 +39,7 @@ use pcstream_core::request::Request;
 use pcstream_core::units::PAGE_BYTES;
 use rustc_hash::FxHashMap;
 
-use crate::blocktrace::{BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
+use crate::blocktrace::{AgedRows, BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
 use crate::error::TraceError;
 use crate::filetrace::FileTraceReader;
 use extent::ExtentMap;
@@ -191,6 +194,12 @@ pub struct FsModel {
     // Time.
     t0: Option<u64>,
     next_wb_ns: u64,
+    /// `fstrim=`: time of the next periodic trim, and the groups with blocks freed since the
+    /// last one (ext4 skips groups it trimmed and that freed nothing since).
+    next_fstrim_ns: u64,
+    untrimmed: Vec<bool>,
+    /// After aging: the share of blocks it used and the blocks it left free (for messages).
+    aged_free: Option<(f64, u64)>,
     // Counters.
     events: u64,
     unknown_ops: u64,
@@ -223,6 +232,7 @@ impl FsModel {
         }
         let journal = Journal::new(area, opts.checkpoint_fraction);
         let inodes = InodeMap::new(layout.groups);
+        let groups = layout.groups as usize;
         let root_block = free
             .find(0, 1, None)
             .ok_or_else(|| err("no room for the root directory; raise --capacity".into()))?;
@@ -269,6 +279,9 @@ impl FsModel {
             quiet: false,
             t0: None,
             next_wb_ns: opts.writeback_interval_ns.max(1),
+            next_fstrim_ns: opts.fstrim_interval_ns.unwrap_or(u64::MAX),
+            untrimmed: vec![false; groups],
+            aged_free: None,
             events: 0,
             unknown_ops: 0,
             unsupported_falloc: 0,
@@ -374,6 +387,17 @@ pub fn map_file_trace(
     let mut reader = FileTraceReader::open(input)?;
     let total = reader.num_rows();
     let mut model = FsModel::new(opts.clone()).map_err(|e| TraceError::Gen(e.what))?;
+    let aged = match opts.age {
+        Some(spec) => {
+            let ops = aging::plan(opts, spec).map_err(|e| TraceError::Gen(e.what))?;
+            Some(
+                model
+                    .age(&ops)
+                    .map_err(|e| TraceError::Gen(format!("aging: {}", e.what)))?,
+            )
+        }
+        None => None,
+    };
     for (id, p) in reader.paths() {
         model.register_path(*id, p);
     }
@@ -390,6 +414,27 @@ pub fn map_file_trace(
         ..Default::default()
     };
     let mut writer = BlockTraceWriter::create(output, &meta, DEFAULT_ROW_GROUP_ROWS)?;
+    // The aged state leads the trace: one write per LBA run, all at time 0.
+    if let Some(a) = &aged {
+        for &(lpn, pages) in &a.extents {
+            let mut left = pages;
+            let mut at = lpn;
+            while left > 0 {
+                let n = left.min(u32::MAX as u64);
+                writer.push(&Request::write(at, n as u32))?;
+                at += n;
+                left -= n;
+            }
+        }
+        meta.aged = Some(AgedRows {
+            rows: a
+                .extents
+                .iter()
+                .map(|e| e.1.div_ceil(u32::MAX as u64))
+                .sum(),
+            pages: a.pages,
+        });
+    }
     // Requests of a batch of events are collected, then written (the writer checks each row).
     let mut reqs: Vec<Request> = Vec::new();
     let mut batch = Vec::new();
@@ -431,6 +476,7 @@ pub fn map_file_trace(
             .warnings
             .push(format!("{n} events with op '{name}' were not modelled"));
     }
+    summary.aged = aged;
     meta.files = model.files_table();
     writer.set_meta(&meta);
     writer.finish()?;

@@ -54,6 +54,11 @@ pub struct MapOptions {
     /// about files on other devices are skipped by [`map_file_trace`](super::map_file_trace)
     /// (events without a device, such as fork and exit, are kept). `None`: every event.
     pub only_dev: Option<u64>,
+    /// `fstrim=SECONDS`: every SECONDS of trace time all free space is discarded, as a periodic
+    /// `fstrim` does (with `nodiscard`, the usual way). `None`: never.
+    pub fstrim_interval_ns: Option<u64>,
+    /// Age the file system before the trace's first event (`map --age`); `None`: a fresh one.
+    pub age: Option<super::aging::AgingSpec>,
 }
 
 impl Default for MapOptions {
@@ -78,6 +83,8 @@ impl Default for MapOptions {
             group_prealloc_pages: 512,
             max_inode_prealloc_pages: 2048,
             only_dev: None,
+            fstrim_interval_ns: None,
+            age: None,
         }
     }
 }
@@ -89,7 +96,7 @@ fn opt_err(opt: &str, why: &str) -> TraceError {
 impl MapOptions {
     /// Defaults for a file system of `capacity_pages` blocks, changed by the comma-separated
     /// mount options `opts`. Understood: `discard`, `nodiscard`, `barrier`, `nobarrier`,
-    /// `barrier=0|1`, `auto_da_alloc`, `noauto_da_alloc`, `commit=SECONDS`,
+    /// `barrier=0|1`, `auto_da_alloc`, `noauto_da_alloc`, `commit=SECONDS`, `fstrim=SECONDS`,
     /// `dirty_expire=SECONDS`, `writeback_interval=SECONDS`, `dirty_bytes=BYTES`,
     /// `ram=BYTES` (dirty limit 10 % of it), `journal_pages=N`, `max_request_pages=N`,
     /// `cpus=N`, and (accepted, no effect here) `data=ordered`, `noatime`, `relatime`, `rw`,
@@ -134,6 +141,7 @@ impl MapOptions {
                 ("auto_da_alloc", None) => o.auto_da_alloc = true,
                 ("noauto_da_alloc", None) => o.auto_da_alloc = false,
                 ("commit", v) => o.commit_interval_ns = secs(v)?,
+                ("fstrim", v) => o.fstrim_interval_ns = Some(secs(v)?),
                 ("dirty_expire", v) => o.dirty_expire_ns = secs(v)?,
                 ("writeback_interval", v) => o.writeback_interval_ns = secs(v)?,
                 ("dirty_bytes", v) => {

@@ -47,6 +47,8 @@ pub struct MapSummary {
     /// Events with an op this version does not model.
     pub unknown_ops: u64,
     pub warnings: Vec<String>,
+    /// The aging the trace starts from (`--age`), if any.
+    pub aged: Option<super::aging::AgedState>,
 }
 
 /// A model error: the event (0-based index among applied events) and a one-line reason with

@@ -165,6 +165,26 @@ impl FsModel {
     }
 
     /// Run the timers (flusher ticks, commit timer) up to `t`.
+    /// A group had blocks freed: the next periodic trim covers its free space.
+    pub(super) fn mark_untrimmed(&mut self, block: u64) {
+        let g = self.layout.group_of(block) as usize;
+        self.untrimmed[g] = true;
+    }
+
+    /// `fstrim`: discard every free extent of the groups that freed blocks since the last trim.
+    pub(super) fn fstrim(&mut self, sink: Sink) {
+        let groups: Vec<u32> = (0..self.layout.groups)
+            .filter(|&g| std::mem::take(&mut self.untrimmed[g as usize]))
+            .collect();
+        for g in groups {
+            let (start, end) = (self.layout.group_start(g), self.layout.group_end(g));
+            let runs: Vec<(u64, u64)> = self.free.extents_in(start, end).collect();
+            for (s, l) in runs {
+                self.out.trim(sink, s, l, 0, 0);
+            }
+        }
+    }
+
     pub(super) fn advance(&mut self, t: u64, sink: Sink) -> Result<(), FsError> {
         let iv = self.opts.writeback_interval_ns.max(1);
         loop {
@@ -176,12 +196,16 @@ impl FsModel {
                 .journal
                 .started_ns
                 .map_or(u64::MAX, |s| s.saturating_add(self.opts.commit_interval_ns));
-            let next = self.next_wb_ns.min(commit_at);
+            let next = self.next_wb_ns.min(commit_at).min(self.next_fstrim_ns);
             if next > t {
                 return Ok(());
             }
             self.out.now = next;
-            if self.next_wb_ns <= commit_at {
+            if self.next_fstrim_ns < self.next_wb_ns.min(commit_at) {
+                self.fstrim(sink);
+                let iv = self.opts.fstrim_interval_ns.unwrap_or(u64::MAX);
+                self.next_fstrim_ns = self.next_fstrim_ns.saturating_add(iv);
+            } else if self.next_wb_ns <= commit_at {
                 self.writeback_tick(next, sink)?;
                 self.next_wb_ns += iv;
             } else {
