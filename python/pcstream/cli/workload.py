@@ -7,7 +7,17 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from pcstream.cli._common import SIZE, SIZE_HELP, epilog, print_json, progress_bar, stderr, stdout
+from pcstream import mapping
+from pcstream.cli._common import (
+    SIZE,
+    SIZE_HELP,
+    aging_options,
+    epilog,
+    print_json,
+    progress_bar,
+    stderr,
+    stdout,
+)
 from pcstream.errors import EXIT_FAILURE, EXIT_OK
 from pcstream.record import filetrace
 from pcstream.workloads import bundle, recording
@@ -24,7 +34,13 @@ Examples:
 
 
 def suite(
-    do_record: bool, out_dir: Path, method: str, capacity: int | None, mount_opts: str | None, as_json: bool
+    do_record: bool,
+    out_dir: Path,
+    method: str,
+    capacity: int | None,
+    mount_opts: str | None,
+    age: mapping.Aging,
+    as_json: bool,
 ) -> int:
     if not do_record:
         out = stdout()
@@ -40,6 +56,7 @@ def suite(
         mount_opts=mount_opts,
         say=stderr().print,
         bar=progress_bar,
+        age=age,
     )
     if as_json:
         print_json(manifest)
@@ -77,6 +94,7 @@ def listing() -> Table:
               "size of the SSD preset the recipe is sized for]")  # fmt: skip
 @click.option("--mount-opts", default=None, metavar="OPTS",
               help="ext4 model mount options (see 'pcstream map')  [default: the recipe's]")  # fmt: skip
+@aging_options
 @click.option("--no-map", is_flag=True, help="Record and check only; no block trace.")
 @click.option("--keep-work", is_flag=True, help="Keep the scratch directory DIR/NAME.work.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -87,6 +105,9 @@ def command(
     method: str,
     capacity: int | None,
     mount_opts: str | None,
+    age: float | None,
+    age_seed: int,
+    age_churn: int,
     no_map: bool,
     keep_work: bool,
     as_json: bool,
@@ -100,8 +121,9 @@ def command(
     if name is None:
         stdout().print(listing())
         return EXIT_OK
+    aging = mapping.Aging(age, age_seed, age_churn)
     if name == "suite":
-        return suite(do_record, Path(output_dir), method, capacity, mount_opts, as_json)
+        return suite(do_record, Path(output_dir), method, capacity, mount_opts, aging, as_json)
     r = recording.recipe(name)
     if not do_record:
         out = stdout()
@@ -127,6 +149,7 @@ def command(
         capacity_pages=capacity,
         mount_opts=mount_opts,
         bar=progress_bar,
+        age=aging,
     )
     if as_json:
         print_json(result)

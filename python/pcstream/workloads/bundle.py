@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pcstream import api
+from pcstream import api, mapping
 from pcstream.errors import CliError
 from pcstream.workloads import recording
 from pcstream.workloads.packages import package_versions
@@ -108,6 +108,7 @@ def record_suite(
     keep_file_traces: bool = False,
     say: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
     bar: api.ProgressBar = api.no_progress_bar,
+    age: mapping.Aging | None = None,
 ) -> dict[str, Any]:
     """Record ``names`` into ``out_dir`` and map each to NAME.parquet (for the SSD its recipe is
     sized for, unless ``capacity_pages`` or ``mount_opts`` say otherwise), and update
@@ -127,6 +128,7 @@ def record_suite(
                 capacity_pages=capacity_pages,
                 mount_opts=mount_opts,
                 bar=bar,
+                age=age,
             )
         except CliError as e:
             failed[name] = str(e)

@@ -61,14 +61,16 @@ def map_recipe(
     capacity_pages: int | None = None,
     mount_opts: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
+    age: mapping.Aging | None = None,
 ) -> dict[str, Any]:
     """Map ``r``'s file-level trace into ``block_trace`` for the SSD preset the recipe is sized for
-    (its logical pages, the recipe's mount options), unless a capacity or options are given."""
+    (its logical pages, the recipe's mount options), unless a capacity or options are given;
+    ``age``: on an aged file system."""
     pages = capacity_pages if capacity_pages is not None else parse_size(r.ssd)
     opts = r.mount_opts if mount_opts is None else mount_opts
     prepare_output(str(block_trace))
     with bar(f"map {r.name}", "events") as progress:
-        return mapping.map_trace(str(file_trace), str(block_trace), pages, opts, progress=progress)
+        return mapping.map_trace(str(file_trace), str(block_trace), pages, opts, progress=progress, age=age)
 
 
 def run_recipe(
@@ -80,6 +82,7 @@ def run_recipe(
     capacity_pages: int | None = None,
     mount_opts: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
+    age: mapping.Aging | None = None,
 ) -> dict[str, Any]:
     """Record recipe ``r`` into ``out_dir/NAME.file.parquet``; check it; with ``map_blocks`` map
     it into ``out_dir/NAME.parquet`` (see :func:`map_recipe`). Returns the summary."""
@@ -131,5 +134,5 @@ def run_recipe(
     if map_blocks:
         block = out_dir / f"{r.name}.parquet"
         result["block_trace"] = str(block)
-        result["map"] = map_recipe(r, file_trace, block, capacity_pages, mount_opts, bar)
+        result["map"] = map_recipe(r, file_trace, block, capacity_pages, mount_opts, bar, age)
     return result
