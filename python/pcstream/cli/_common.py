@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from pcstream import units
+from pcstream import diagnose, units
 from pcstream.compare.jobs import Outcome
 from pcstream.errors import EXIT_FAILURE, EXIT_OK, report, require_file
 from pcstream.report.data import BASELINE
@@ -283,7 +283,15 @@ def outcomes_table(outcomes: Sequence[Outcome], timing: bool, title: str = "comp
     show_norm = any(outcome.job.policy == BASELINE for outcome in outcomes)
     show_ssd = len({outcome.job.ssd for outcome in outcomes}) > 1
 
-    rendered = Table(title=escape(title), title_justify="left", min_width=len(title))
+    note = diagnose.little_gc_note([o.result for o in outcomes if o.result is not None])
+    rendered = Table(
+        title=escape(title),
+        title_justify="left",
+        min_width=len(title),
+        caption=escape(f"warning: {note}") if note else None,
+        caption_justify="left",
+        caption_style="yellow",
+    )
     rendered.add_column("trace", no_wrap=True)
     if show_ssd:
         rendered.add_column("ssd", no_wrap=True)

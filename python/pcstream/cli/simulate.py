@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from pcstream import api
+from pcstream import api, diagnose
 from pcstream.cli._common import (
     epilog,
     fmt,
@@ -190,5 +190,11 @@ def command(
     console = stdout_console()
     for rendered in render(result, timing):
         console.print(rendered)
+    if diagnose.little_gc(result):
+        click.echo(
+            f"warning: GC copied {diagnose.gc_share(result):.1%} of the host pages "
+            f"(< {diagnose.LITTLE_GC_SHARE:.0%}); {diagnose.LITTLE_GC_WHY}",
+            err=True,
+        )
     if cdf is not None:
         click.echo(f"latency CDF written to {cdf}")
