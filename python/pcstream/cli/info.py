@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
-from pcstream import api
+from pcstream import api, pclabels
 from pcstream.cli._common import (
     epilog,
     flatten,
@@ -46,7 +46,7 @@ def render(summary: dict[str, Any]) -> list[Table]:
         table = Table(title=key, title_justify="left")
         columns = list(dict.fromkeys(k for record in records for k in record))
         for column in columns:
-            table.add_column(column, justify="right")
+            table.add_column(column, justify="left" if column == "label" else "right")
         for record in records:
             table.add_row(*(Text(_value(column, record.get(column))) for column in columns))
         tables.append(table)
@@ -58,9 +58,12 @@ def render(summary: dict[str, Any]) -> list[Table]:
 @json_option
 def command(trace: str, as_json: bool) -> None:
     """Summarise TRACE, a block trace: requests and pages (4 KiB) written, trimmed and read,
-    footprint, capacity, program contexts (PCs), files, processes and time span."""
+    footprint, capacity, program contexts (PCs), files, processes and time span. A trace whose
+    footer names its PCs (pcstream.pcs) gets a label per top PC: the frames that tell it from the
+    trace's other PCs and the files it writes most (docs/REPORT.md, "PC labels")."""
     require_file(trace, "trace file")
     summary = api.info(trace)
+    pclabels.label_info(trace, summary)
     if as_json:
         print_json(summary)
         return

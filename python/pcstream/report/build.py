@@ -180,7 +180,10 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
             '<p class="note">For each PCStream run: the PCs (program-context signatures) of its '
             "learned table and the stream each ended in, with the call path from the trace's "
             "<code>pcstream.pcs</code> footer (outermost frame first; a frame without a symbol is "
-            "shown as module+offset). Mean lifetime = mean of the PC's lifetime samples.</p>"
+            "shown as module+offset). A stream is named by its PC with the most samples: the frames "
+            "that tell that PC from the trace's other PCs (with the outermost named frame that not "
+            "every PC has, for context) and the files it writes most (directory and extension, "
+            "with shares of its pages). Mean lifetime = mean of the PC's lifetime samples.</p>"
         )
         pcs.body += [html.pc_table(t, labels) for t in tables]
     else:

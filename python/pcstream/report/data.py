@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcstream import tracemeta
+from pcstream import pclabels
 from pcstream.compare.jobs import Outcome
 
 BASELINE = "baseline"
@@ -192,41 +192,18 @@ def read_pc_frames(trace: str) -> tuple[dict[str, list[dict[str, Any]]], str | N
     Returns (frames, problem): a trace without the key gives ({}, None); an unreadable file or
     malformed JSON gives ({}, one line saying why), so the report still shows the signatures.
     """
-    import pyarrow.parquet as pq
-
     try:
-        metadata = pq.read_metadata(trace).metadata or {}
-    except (OSError, ValueError) as exc:
+        return pclabels.read_pcs(trace), None
+    except OSError as exc:
         return {}, f"{trace}: cannot read the Parquet footer ({exc})"
-    raw = tracemeta.get(metadata, tracemeta.KEY_PCS)
-    if raw is None:
-        return {}, None
-    try:
-        table = json.loads(raw)
     except ValueError as exc:
-        return {}, f"{trace}: pcstream.pcs is not JSON ({exc})"
-    if not isinstance(table, dict):
-        return {}, f"{trace}: pcstream.pcs is not a JSON object"
-    frames = {
-        str(sig): [f for f in value if isinstance(f, dict)]
-        for sig, value in table.items()
-        if isinstance(value, list)
-    }
-    return frames, None
+        what = str(exc) if "JSON object" in str(exc) else f"pcstream.pcs is not JSON ({exc})"
+        return {}, f"{trace}: {what}"
 
 
 def frame_name(frame: dict[str, Any]) -> str:
     """``symbol`` when known, else ``module+0xOFFSET`` (module as its file name)."""
-    symbol = frame.get("symbol")
-    if isinstance(symbol, str) and symbol:
-        return symbol
-    module = os.path.basename(str(frame.get("module") or "?"))
-    offset = frame.get("offset")
-    if isinstance(offset, int):
-        return f"{module}+{offset:#x}"
-    if isinstance(offset, str) and offset:
-        return f"{module}+{offset}"
-    return module
+    return pclabels.frame_name(frame, short=False)
 
 
 def call_path(frames: Sequence[dict[str, Any]]) -> list[str]:
@@ -243,13 +220,15 @@ def short_path(path: Sequence[str], keep: int = 2) -> str:
 
 @dataclass(frozen=True)
 class PcEntry:
-    """One PC of a learned table: its stream, lifetime samples and symbolized call path."""
+    """One PC of a learned table: its stream, lifetime samples, symbolized call path and the
+    label that tells it from the trace's other PCs (:mod:`pcstream.pclabels`; None without frames)."""
 
     stream: int
     sig: str
     samples: int
     mean_lifetime: float | None
     path: list[str]
+    label: pclabels.PcLabel | None = None
 
 
 @dataclass(frozen=True)
@@ -283,9 +262,25 @@ def saved_table(result: dict[str, Any]) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _trace_labels(
+    trace: str, frames: dict[str, list[dict[str, Any]]]
+) -> tuple[dict[str, pclabels.PcLabel], str | None]:
+    """Labels of every PC of the trace's footer, with the files each writes when the rows can be
+    read (else without files, and a note)."""
+    if not frames:
+        return {}, None
+    try:
+        files = pclabels.files_by_pc(trace)
+        note = None
+    except (OSError, ValueError, KeyError) as exc:
+        files, note = {}, f"{trace}: files written per PC unavailable ({exc})"
+    return pclabels.label_pcs(frames, files), note
+
+
 def pc_tables(sweep: Sweep) -> list[PcTable]:
     """A PcTable for every successful run whose policy saved a table of PCs with streams."""
     footers: dict[str, tuple[dict[str, list[dict[str, Any]]], str | None]] = {}
+    labels: dict[str, tuple[dict[str, pclabels.PcLabel], str | None]] = {}
     tables = []
     for row in sweep.rows:
         if row.result is None:
@@ -296,7 +291,9 @@ def pc_tables(sweep: Sweep) -> list[PcTable]:
             continue
         if row.trace not in footers:
             footers[row.trace] = read_pc_frames(row.trace)
+            labels[row.trace] = _trace_labels(row.trace, footers[row.trace][0])
         frames, problem = footers[row.trace]
+        named, note = labels[row.trace]
         entries = []
         for pc in pcs:
             if not isinstance(pc, dict) or not isinstance(pc.get("stream"), int):
@@ -306,6 +303,8 @@ def pc_tables(sweep: Sweep) -> list[PcTable]:
             samples = samples if isinstance(samples, int) else 0
             total = pc.get("sum_l")
             mean = float(total) / samples if samples and isinstance(total, (int, float)) else None
-            entries.append(PcEntry(pc["stream"], sig, samples, mean, call_path(frames.get(sig, []))))
-        tables.append(PcTable(row.trace, row.ssd, row.policy, entries, problem))
+            path = call_path(frames.get(sig, []))
+            entries.append(PcEntry(pc["stream"], sig, samples, mean, path, named.get(sig)))
+        why = f"Call paths unavailable: {problem}" if problem else note
+        tables.append(PcTable(row.trace, row.ssd, row.policy, entries, why))
     return tables

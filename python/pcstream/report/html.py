@@ -13,7 +13,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
-from pcstream.report.data import BASELINE, PcTable, Row, Sweep, short_path, trace_labels
+from pcstream.report.data import BASELINE, PcEntry, PcTable, Row, Sweep, short_path, trace_labels
 
 
 @dataclass
@@ -131,7 +131,7 @@ def pc_table(table: PcTable, labels: dict[str, str]) -> str:
     title = f"{table.policy} · {labels.get(table.trace, table.trace)} · ssd {table.ssd}"
     parts = [f"<h3>{esc(title)}</h3>"]
     if table.note:
-        parts.append(f'<p class="note">Call paths unavailable: {esc(table.note)}</p>')
+        parts.append(f'<p class="note">{esc(table.note)}</p>')
     groups = table.streams()
     if not groups:
         parts.append('<p class="note">The policy ended with an empty PC table.</p>')
@@ -139,14 +139,18 @@ def pc_table(table: PcTable, labels: dict[str, str]) -> str:
     summary = []
     for stream, entries in groups:
         top = entries[0]
-        path = short_path(top.path) if top.path else f"PC {top.sig} (no frames in the trace)"
+        if top.label is not None:
+            path = top.label.text
+        else:
+            path = short_path(top.path) if top.path else f"PC {top.sig} (no frames in the trace)"
         more = f" (+{len(entries) - 1} more PCs)" if len(entries) > 1 else ""
         summary.append(f"<li>stream {stream} = <span class='path'>{esc(path)}</span>{esc(more)}</li>")
     parts.append("<ul>" + "".join(summary) + "</ul>")
     rows = [
         "<table>",
         "<tr><th>stream</th><th>PC signature</th><th>lifetime samples</th>"
-        "<th>mean lifetime (host pages)</th><th>call path (outermost first)</th></tr>",
+        "<th>mean lifetime (host pages)</th><th>what tells it apart</th><th>writes</th>"
+        "<th>call path (outermost first)</th></tr>",
     ]
     for stream, entries in groups:
         for k, entry in enumerate(entries):
@@ -157,11 +161,19 @@ def pc_table(table: PcTable, labels: dict[str, str]) -> str:
                 f"<td><code>{esc(entry.sig)}</code></td>"
                 f'<td class="num">{num(entry.samples)}</td>'
                 f'<td class="num">{num(entry.mean_lifetime, 0)}</td>'
+                f"<td>{label_cell(entry)}</td>"
+                f"<td>{esc(entry.label.files) if entry.label and entry.label.files else '—'}</td>"
                 f"<td>{call_path_cell(entry.path)}</td></tr>"
             )
     rows.append("</table>")
     parts.append("\n".join(rows))
     return "\n".join(parts)
+
+
+def label_cell(entry: PcEntry) -> str:
+    if entry.label is None:
+        return '<span class="note">—</span>'
+    return f'<span class="path">{esc(entry.label.frames)}</span>'
 
 
 def call_path_cell(path: Sequence[str]) -> str:

@@ -1,0 +1,295 @@
+"""Labels that tell program contexts (PCs) apart, for the report's PC streams and ``pcstream info``.
+
+A PC's call path (``pcstream.pcs``: frames innermost first) mostly repeats what the other PCs of a
+program have: the same ``main`` and event loop outside, the same write wrapper and static helpers
+inside. A label keeps what differs:
+
+* the **distinguishing frames**: the innermost frame whose (module, symbol — or offset when the
+  frame has no symbol) no other PC of the trace has on its path (or at that depth); when no single
+  frame does, the fewest frames that do together (innermost and named first), by offset inside
+  the same function when the names alone cannot;
+* the **context frame**: the outermost named frame that not every PC has on its path (``main`` and
+  the event loop say nothing), else the outermost named frame;
+* the **files** it writes most, as path patterns (directory and extension, ``…/db/*.sst``;
+  :mod:`pcstream.pcfiles`).
+
+Frames read outermost first, ``→`` between adjacent frames and ``→ … →`` over the ones left out; a
+frame without a symbol shows as ``module+0xOFFSET`` (module file name), a C++ symbol without its
+parameter list. Two PCs never get the same label: when everything above is equal (two signatures
+over the same frames), the signature is appended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pcstream import tracemeta
+from pcstream.pcfiles import files_by_pc, files_text
+
+Frame = Mapping[str, Any]
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def short_symbol(symbol: str) -> str:
+    """A demangled C++ name without its parameter list and qualifiers:
+    ``ns::f(int, std::string const&) const`` → ``ns::f``; other names unchanged."""
+    s = symbol.strip()
+    s = re.sub(r"\s*\[clone [^\]]*\]$", "", s)
+    for _ in range(3):
+        s = re.sub(r"\s+(const|volatile|noexcept|&&|&)$", "", s)
+    if not s.endswith(")"):
+        return s
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        if s[i] == ")":
+            depth += 1
+        elif s[i] == "(":
+            depth -= 1
+            if depth == 0:
+                head = s[:i].rstrip()
+                # "(anonymous namespace)" or "operator()" is part of the name, not its parameters.
+                return head if head and not head.endswith("operator") else s
+    return s
+
+
+def _offset(frame: Frame) -> str:
+    offset = frame.get("offset")
+    if isinstance(offset, int):
+        return f"{offset:#x}"
+    return str(offset) if offset not in (None, "") else "?"
+
+
+def frame_name(frame: Frame, short: bool = True) -> str:
+    """``symbol`` when known (without its parameter list when ``short``), else
+    ``module+0xOFFSET`` with the module's file name."""
+    symbol = frame.get("symbol")
+    if isinstance(symbol, str) and symbol:
+        return short_symbol(symbol) if short else symbol
+    return f"{os.path.basename(str(frame.get('module') or '?'))}+{_offset(frame)}"
+
+
+def _exact_name(frame: Frame) -> str:
+    """The frame with its offset even when it has a symbol (two call sites in one function)."""
+    symbol = frame.get("symbol")
+    module = os.path.basename(str(frame.get("module") or "?"))
+    if isinstance(symbol, str) and symbol:
+        return f"{short_symbol(symbol)} ({module}+{_offset(frame)})"
+    return f"{module}+{_offset(frame)}"
+
+
+def _named_key(frame: Frame) -> tuple[str, str]:
+    symbol = frame.get("symbol")
+    module = str(frame.get("module") or "")
+    if isinstance(symbol, str) and symbol:
+        return module, "s:" + symbol
+    return module, "o:" + _offset(frame)
+
+
+def _exact_key(frame: Frame) -> tuple[str, str]:
+    return str(frame.get("module") or ""), _offset(frame)
+
+
+def _is_named(frame: Frame) -> bool:
+    return isinstance(frame.get("symbol"), str) and bool(frame.get("symbol"))
+
+
+# Where every process or thread starts: no context for a label.
+_STARTUP_SYMBOLS = frozenset(
+    "_start __libc_start_main __libc_start_main_impl __libc_start_call_main _dl_start_user "
+    "start_thread clone clone3 __clone __clone3 __clone_internal".split()
+)
+_RUNTIME_MODULES = ("libc.so", "ld-linux", "libpthread.so")
+
+
+def _startup(frame: Frame) -> bool:
+    """A frame of process or thread start-up: a start-up symbol, or an unnamed frame of libc."""
+    if _is_named(frame):
+        return short_symbol(str(frame["symbol"])) in _STARTUP_SYMBOLS
+    return os.path.basename(str(frame.get("module") or "")).startswith(_RUNTIME_MODULES)
+
+
+# --------------------------------------------------------------------------- labels
+
+
+@dataclass(frozen=True)
+class PcLabel:
+    """What tells one PC apart: its distinguishing frames (outermost first) and the files it
+    writes most (empty when unknown)."""
+
+    sig: str
+    frames: str
+    files: str = ""
+
+    @property
+    def text(self) -> str:
+        return f"{self.frames}; writes {self.files}" if self.files else self.frames
+
+
+def _choose(
+    sharing: Sequence[set[str]], others: set[str], taken: set[int], rank: Sequence[tuple[int, int]]
+) -> tuple[list[int], set[str]]:
+    """Depths of a PC's frames that tell it from ``others`` (``sharing[d]``: the PCs that share its
+    frame at depth d), greedily: each step takes the depth that leaves the fewest others sharing
+    every chosen frame (on a tie the better ``rank``, then the innermost), until none is left or
+    no depth helps. Returns (depths, others left)."""
+    chosen: list[int] = []
+    left = set(others)
+    while left:
+        best: tuple[int, int, int, int] | None = None
+        for depth, share in enumerate(sharing):
+            if depth in taken or depth in chosen:
+                continue
+            remain = len(left & share)
+            score = (remain, *rank[depth], depth)
+            if remain < len(left) and (best is None or score < best):
+                best = score
+        if best is None:
+            break
+        chosen.append(best[-1])
+        left &= sharing[best[-1]]
+    return chosen, left
+
+
+def _on_path(frames: Mapping[str, Sequence[Frame]], key: Any) -> dict[Any, set[str]]:
+    """Frame key → the PCs with that frame anywhere on their path."""
+    index: dict[Any, set[str]] = {}
+    for sig, path in frames.items():
+        for frame in path:
+            index.setdefault(key(frame), set()).add(sig)
+    return index
+
+
+def _at_depth(frames: Mapping[str, Sequence[Frame]], key: Any) -> list[dict[Any, set[str]]]:
+    """Per depth: frame key → the PCs with that frame at that depth."""
+    depth = max((len(f) for f in frames.values()), default=0)
+    index: list[dict[Any, set[str]]] = [{} for _ in range(depth)]
+    for sig, path in frames.items():
+        for d, frame in enumerate(path):
+            index[d].setdefault(key(frame), set()).add(sig)
+    return index
+
+
+def _render(path: Sequence[Frame], depths: Iterable[int], exact: set[int]) -> str:
+    ordered = sorted(set(depths), reverse=True)  # outermost first
+    parts: list[str] = []
+    for k, depth in enumerate(ordered):
+        if k:
+            parts.append(" → " if ordered[k - 1] == depth + 1 else " → … → ")
+        parts.append(_exact_name(path[depth]) if depth in exact else frame_name(path[depth]))
+    return "".join(parts)
+
+
+def label_pcs(
+    pcs: Mapping[str, Sequence[Frame]],
+    files: Mapping[str, Mapping[str, int]] | None = None,
+    sigs: Iterable[str] | None = None,
+) -> dict[str, PcLabel]:
+    """A label for each PC of ``sigs`` (default: every PC of ``pcs``), telling it apart from every
+    PC of ``pcs`` (signature → frames, innermost first). ``files``: PC → path pattern → amount
+    written (:func:`files_by_pc`). PCs without frames are labelled ``PC <signature>``."""
+    framed = {str(s): list(f) for s, f in pcs.items() if f}
+    wanted = list(dict.fromkeys(str(s) for s in (pcs if sigs is None else sigs)))
+    named_on_path = _on_path(framed, _named_key)
+    named_at_depth = _at_depth(framed, _named_key)
+    exact_on_path = _on_path(framed, _exact_key)
+    exact_at_depth = _at_depth(framed, _exact_key)
+    # Named frames on every PC's path (main, the event loop) give no context.
+    everywhere = {k for k, holders in named_on_path.items() if len(holders) == len(framed)}
+    # Per PC, a label by frames absent from the others' paths and one by frames at depths where the
+    # others have other frames (often shorter, but only the first shows what the others lack).
+    options: dict[str, list[tuple[tuple[int, ...], str]]] = {}
+    # Every PC is labelled (not only the ones asked for), so a PC gets the same label whichever
+    # others are shown beside it.
+    for sig in dict.fromkeys([*framed, *wanted]):
+        path = framed.get(sig)
+        if not path:
+            options[sig] = [((0,), f"PC {sig}")]
+            continue
+        keys = [_named_key(f) for f in path]
+        exact_keys = [_exact_key(f) for f in path]
+        is_named = [_is_named(f) for f in path]
+        rank = [(1 if _startup(f) else 0, 0 if is_named[d] else 1) for d, f in enumerate(path)]
+        useful = [d for d in range(len(path)) if not _startup(path[d])]
+        named = [d for d in useful if is_named[d]]
+        context = [d for d in named if keys[d] not in everywhere]
+        outer = max(context or named or useful or [len(path) - 1])
+        options[sig] = []
+        for named_sharing, exact_sharing in (
+            ([named_on_path[k] for k in keys], [exact_on_path[k] for k in exact_keys]),
+            (
+                [named_at_depth[d][k] for d, k in enumerate(keys)],
+                [exact_at_depth[d][k] for d, k in enumerate(exact_keys)],
+            ),
+        ):
+            depths, left = _choose(named_sharing, set(framed) - {sig}, set(), rank)
+            exact: list[int] = []
+            if left:  # the same names: a chosen frame's call site may be what differs
+                exact, left = _choose(exact_sharing, left, set(), rank)
+            chosen = list(dict.fromkeys(depths + exact)) or [0]
+            cost = (len(left), len(chosen), sum(rank[d][0] for d in chosen), sum(rank[d][1] for d in chosen))
+            options[sig].append((cost, _render(path, [*chosen, outer], set(exact))))
+    texts = {sig: min(choice)[1] for sig, choice in options.items()}
+    # Equal texts: the first option (what the others lack), then the signature appended (twins over
+    # the same frames, or modules with the same file name).
+    for fallback in (lambda sig, _text: options[sig][0][1], lambda sig, text: f"{text} (PC {sig})"):
+        seen = Counter(texts.values())
+        texts = {sig: fallback(sig, text) if seen[text] > 1 else text for sig, text in texts.items()}
+    return {sig: PcLabel(sig, texts[sig], files_text(files.get(sig, {})) if files else "") for sig in wanted}
+
+
+def read_pcs(trace: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """The ``pcstream.pcs`` footer of a trace (signature → frames, innermost first); {} without it.
+    Raises OSError/ValueError for an unreadable file or malformed JSON."""
+    import pyarrow.parquet as pq
+
+    raw = tracemeta.get(pq.read_metadata(trace).metadata or {}, tracemeta.KEY_PCS)
+    if raw is None:
+        return {}
+    table = json.loads(raw)
+    if not isinstance(table, dict):
+        raise ValueError("pcstream.pcs is not a JSON object")
+    return {
+        str(sig): [f for f in value if isinstance(f, dict)]
+        for sig, value in table.items()
+        if isinstance(value, list)
+    }
+
+
+def trace_labels(
+    trace: str | Path, sigs: Iterable[str] | None = None, pcs: Mapping[str, Sequence[Frame]] | None = None
+) -> dict[str, PcLabel]:
+    """Labels of ``sigs`` (default: every PC of the footer) in ``trace``, told apart from every
+    PC of its ``pcstream.pcs`` footer (or of ``pcs`` when given), with the files each writes."""
+    frames = read_pcs(trace) if pcs is None else pcs
+    return label_pcs(frames, files_by_pc(trace), sigs)
+
+
+def label_info(trace: str | Path, summary: dict[str, Any]) -> None:
+    """Add ``label`` to the top PCs of an ``info`` summary (``pcs.top``) when the trace names its
+    PCs (``pcstream.pcs``); PC 0 is the writes no program context was recorded for."""
+    top = (summary.get("pcs") or {}).get("top")
+    if not isinstance(top, list) or not top:
+        return
+    try:
+        frames = read_pcs(trace)
+    except (OSError, ValueError):
+        return
+    if not frames:
+        return
+    sigs = [str(entry.get("pc")) for entry in top if isinstance(entry, dict)]
+    labels = trace_labels(trace, [s for s in sigs if s != "0"], frames)
+    for entry in top:
+        if isinstance(entry, dict):
+            sig = str(entry.get("pc"))
+            entry["label"] = (
+                labels[sig].text if sig in labels else "no PC (file-system metadata and journal, or unknown)"
+            )
