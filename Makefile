@@ -157,3 +157,54 @@ suite: install ## Record the bundled suite (root: installs the programs): traces
 results: install ## Compare all policies on the bundled suite; docs/RESULTS.md, the HTML report in results/
 	$(BIN)/pcstream compare --report results
 	$(BIN)/python -m pcstream.suite_results results/results.jsonl --traces traces --ssd medium -o docs/RESULTS.md
+
+# --- record --block: the BPF bio capture (bpf/), built into python/pcstream/_bpf/ ---
+# clang compiles the program against a vmlinux.h dumped from the running kernel's BTF (not
+# committed; kept per kernel release under target/bpf/), bpftool makes the skeleton, cc links the
+# loader with libbpf. Without BTF or clang the target says why and skips: record --block then
+# falls back to tracefs (no PCs, no hints in the real block trace).
+BPF_BIN := python/pcstream/_bpf/pcbio-capture
+BPF_BUILD := target/bpf
+BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+BPF_CLANG ?= clang
+BPF_VMLINUX := $(BPF_BUILD)/vmlinux-$(shell uname -r).h
+BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/riscv64/riscv/' -e 's/s390x/s390/')
+
+.PHONY: bpf
+install: bpf
+bpf: ## Build the BPF bio capture of record --block (skipped, saying why, without BTF or clang)
+	@if [ ! -r /sys/kernel/btf/vmlinux ]; then \
+	  echo "bpf: skipped: the kernel has no BTF (/sys/kernel/btf/vmlinux); record --block will use tracefs"; \
+	  exit 0; fi; \
+	missing=""; \
+	command -v $(BPF_CLANG) >/dev/null 2>&1 || missing="$$missing clang"; \
+	command -v $(BPFTOOL) >/dev/null 2>&1 || missing="$$missing bpftool"; \
+	[ -e /usr/include/bpf/libbpf.h ] || missing="$$missing libbpf-dev"; \
+	[ -e /usr/include/libelf.h ] || missing="$$missing libelf-dev"; \
+	[ -e /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages:$$missing"; \
+	  { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $$missing; } \
+	    || echo "bpf: could not install$$missing"; fi; \
+	for need in "$(BPF_CLANG):clang" "$(BPFTOOL):bpftool"; do \
+	  command -v "$${need%%:*}" >/dev/null 2>&1 || { \
+	    echo "bpf: skipped: $${need##*:} is not available; record --block will use tracefs"; exit 0; }; done; \
+	for h in bpf/libbpf.h libelf.h zlib.h; do [ -e /usr/include/$$h ] || { \
+	  echo "bpf: skipped: /usr/include/$$h is missing; record --block will use tracefs"; exit 0; }; done; \
+	$(MAKE) --no-print-directory $(BPF_BIN)
+
+$(BPF_VMLINUX):
+	@mkdir -p $(dir $@)
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BPF_BUILD)/pcbio.bpf.o: bpf/pcbio.bpf.c bpf/pcbio.h $(BPF_VMLINUX)
+	cp $(BPF_VMLINUX) $(BPF_BUILD)/vmlinux.h
+	$(BPF_CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BPF_BUILD) -Ibpf \
+	  -c bpf/pcbio.bpf.c -o $@
+
+$(BPF_BUILD)/pcbio.skel.h: $(BPF_BUILD)/pcbio.bpf.o
+	$(BPFTOOL) gen skeleton $< name pcbio_bpf > $@.tmp && mv $@.tmp $@
+
+$(BPF_BIN): bpf/pcbio.c bpf/pcbio.h $(BPF_BUILD)/pcbio.skel.h
+	@mkdir -p $(dir $@)
+	cc -O2 -g -Wall -Wextra -Werror -I$(BPF_BUILD) -Ibpf -o $@ bpf/pcbio.c -lbpf -lelf -lz
