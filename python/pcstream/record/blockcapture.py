@@ -7,20 +7,31 @@ The run, all as root:
    16 KiB, 256-byte inodes and no lazy initialisation (so no background zeroing shows up in the
    trace), attached to a loop device and mounted with ``discard,noatime`` (the model's defaults:
    it issues TRIMs at commit and models no atime updates);
-2. a private tracefs instance records ``block:block_bio_queue`` of that loop device only — the
-   bios the file system submits, before merging (:mod:`.tracefs`); a reader thread drains
-   ``trace_pipe`` to a file while the program runs, so the ring buffer does not overflow;
+   With an aging (``age``), the engine's aging plan is replayed on it first (:mod:`.agereplay`),
+   then ``sync`` and ``umount`` (the journal checkpointed), the aged state read from the image,
+   and the file system mounted again: the program starts on a freshly mounted aged file system,
+   as in the model;
+2. the bios of that loop device are captured from the ``block:block_bio_queue`` tracepoint —
+   the bios the file system submits, before merging — by the BPF program of ``bpf/``
+   (:mod:`.biocapture`: also each bio's write-life hint and the file pages it carries), or, where
+   BPF cannot run (no BTF, not built, the load refused), by a private tracefs instance
+   (:mod:`.tracefs`: no hints, no file pages); ``PCSTREAM_BLOCK_CAPTURE=bpf|tracefs`` forces one;
 3. the program runs under the record shim with the mount point as its working directory (the
    same run yields the file-level trace), then ``sync``, the list of its files and directories,
-   ``umount`` (its journal checkpoint and superblock writes are traced too);
+   ``umount`` (its journal checkpoint and superblock writes are captured too);
 4. the layout of the image is read back (``dumpe2fs``: superblocks, group descriptors, bitmaps,
    inode tables; ``debugfs``: the journal's extents, the blocks of every directory and the
    extent-tree blocks of every file still there) and becomes a map address → metadata class
    (:mod:`.ext4layout`);
-5. the events are written as blkparse text (``maj,min cpu seq sec.nsec pid D rwbs sector + n
-   [comm]``) and imported with that map, so the block trace's ``meta`` column says journal (1),
+5. the events become the block trace with that map, so its ``meta`` column says journal (1),
    inode table (2), directory (3), bitmap / group descriptor (4) or superblock / extent tree (5),
-   and data (0) elsewhere; ``pcstream.capacity_pages`` is the image size.
+   and data (0) elsewhere; ``pcstream.capacity_pages`` is the image size. From the BPF capture
+   (:mod:`.biotrace`) every data page also gets the ``pc`` and ``pid`` of the shim's last write
+   to that file page before the bio, and ``hint`` the bio's hint; the share of data pages that
+   got a PC is the summary's ``attribution.rate``. From tracefs the events go through blkparse
+   text (``maj,min cpu seq sec.nsec pid D rwbs sector + n [comm]``, also written beside the
+   trace from the BPF capture) and the engine's importer. An aged state leads the trace as in
+   ``map --age``.
 
 Everything set up is torn down in reverse order on success, error or Ctrl-C (tracing instance,
 mount, loop device, image). Blocks that changed role during the run (a directory deleted, its
@@ -44,7 +55,8 @@ from typing import Any
 
 from pcstream import api
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
-from pcstream.record import filetrace
+from pcstream.mapping import Aging
+from pcstream.record import agereplay, biocapture, biotrace, filetrace
 from pcstream.record.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
 from pcstream.record.symbols import symbolize_or_warn
 from pcstream.record.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
@@ -69,6 +81,11 @@ MKFS_ARGS = (
     "lazy_itable_init=0,lazy_journal_init=0",
 )
 TOOLS = ("losetup", "mkfs.ext4", "mount", "umount", "dumpe2fs", "debugfs")
+# How the bios are captured: "auto" (BPF where it runs, else tracefs), "bpf" or "tracefs".
+CAPTURE_ENV = "PCSTREAM_BLOCK_CAPTURE"
+CAPTURES = ("auto", "bpf", "tracefs")
+# Mount options that set atime behaviour; without one, noatime is added (the model has no atime).
+ATIME_OPTS = ("atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime")
 
 
 def _run(cmd: list[str], what: str, input_text: str | None = None) -> str:
@@ -83,8 +100,35 @@ def _run(cmd: list[str], what: str, input_text: str | None = None) -> str:
     return proc.stdout
 
 
-def check_environment() -> None:
-    """Root, the tools, loop devices and tracefs — or a one-line error saying what is missing."""
+def real_mount_opts(opts: str | None) -> str:
+    """The options the image is mounted with: ``opts`` (default ``discard,noatime``), with
+    ``noatime`` added when they say nothing of atime (the model makes no atime updates)."""
+    if not opts:
+        return DEFAULT_MOUNT_OPTS
+    names = [o.strip().split("=")[0] for o in opts.split(",") if o.strip()]
+    return opts if any(n in ATIME_OPTS for n in names) else f"{opts},noatime"
+
+
+def choose_capture(method: str | None = None) -> tuple[str, str | None]:
+    """The capture to use ("bpf" or "tracefs") for ``method`` (default: $PCSTREAM_BLOCK_CAPTURE,
+    else auto), and why not BPF when auto fell back to tracefs. Asking for bpf where it cannot
+    run is a one-line error naming what is missing."""
+    method = method or os.environ.get(CAPTURE_ENV) or "auto"
+    if method not in CAPTURES:
+        raise CliError(f"{CAPTURE_ENV}={method}: use one of {', '.join(CAPTURES)}", EXIT_USAGE)
+    if method == "tracefs":
+        return "tracefs", None
+    why = biocapture.unavailable()
+    if why is None:
+        return "bpf", None
+    if method == "bpf":
+        raise CliError(f"record --block: {why}", EXIT_FAILURE)
+    return "tracefs", why
+
+
+def check_environment(tracefs: bool = True) -> None:
+    """Root, the tools, loop devices and (``tracefs``) tracefs — or a one-line error saying what
+    is missing."""
     if os.geteuid() != 0:
         raise CliError(
             "record --block needs root (it makes a loop device, mounts it and reads tracefs); "
@@ -101,7 +145,8 @@ def check_environment() -> None:
         raise CliError(
             "record --block needs loop devices (/dev/loop-control is missing); modprobe loop", EXIT_FAILURE
         )
-    tracefs_root()
+    if tracefs:
+        tracefs_root()
 
 
 # --------------------------------------------------------------------------- reading the layout
@@ -149,12 +194,17 @@ def walk(mount: Path) -> list[tuple[str, bool]]:
 @dataclass
 class Outputs:
     """Where ``record --block`` writes: the real block trace, the file-level trace of the same
-    run, the layout (JSON) and the captured events as blkparse text."""
+    run, the layout (JSON), the captured events as blkparse text and (BPF) the raw capture."""
 
     block: Path
     files: Path
     layout: Path
     text: Path
+    bio: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.bio is None:
+            self.bio = self.text.with_suffix(".pcbio")
 
     @staticmethod
     def at(out: Path) -> Outputs:
@@ -193,7 +243,7 @@ def _loop_fs(image: Path, size_bytes: int, mount_opts: str) -> Iterator[tuple[st
     device = _run(["losetup", "--show", "-f", str(image)], "attaching a loop device (losetup)").strip()
     mount = Path(tempfile.mkdtemp(prefix="pcstream-mnt-"))
     try:
-        _run(["mount", "-t", "ext4", "-o", mount_opts, device, str(mount)], "mounting the file system")
+        mount_fs(device, mount, mount_opts)
         try:
             yield device, mount
         finally:
@@ -203,6 +253,26 @@ def _loop_fs(image: Path, size_bytes: int, mount_opts: str) -> Iterator[tuple[st
         subprocess.run(["losetup", "-d", device], capture_output=True, check=False)
         with contextlib.suppress(OSError):
             mount.rmdir()
+
+
+def mount_fs(device: str, mount: Path, mount_opts: str) -> None:
+    _run(["mount", "-t", "ext4", "-o", mount_opts, device, str(mount)], "mounting the file system")
+
+
+def age_fs(
+    device: str, mount: Path, image: Path, capacity_pages: int, mount_opts: str, age: Aging
+) -> dict[str, Any]:
+    """Replay the model's aging plan on the mounted file system, unmount (everything on disk),
+    read the aged state, mount again; the replay's counts and the state (:mod:`.agereplay`)."""
+    assert age.share is not None
+    plan = api.aging_plan(capacity_pages, age.share, seed=age.seed, churn=age.churn, mount_opts=mount_opts)
+    counts = agereplay.replay(plan, mount)
+    unmount(mount)
+    state = agereplay.aged_state(_run(["dumpe2fs", device], "reading the aged state (dumpe2fs)"), image,
+                                 capacity_pages)  # fmt: skip
+    mount_fs(device, mount, mount_opts)
+    spec = {"share": age.share, "seed": age.seed, "churn": age.churn, "plan_ops": len(plan)}
+    return {**spec, **counts, **state}
 
 
 def unmount(mount: Path) -> None:
@@ -222,18 +292,24 @@ def capture(
     convert_files: Callable[[], dict[str, Any]],
     mount_opts: str = DEFAULT_MOUNT_OPTS,
     progress: Callable[[str], None] | None = None,
+    age: Aging | None = None,
+    method: str | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    """Run ``cmd`` on a fresh ext4 of ``capacity_pages`` 4 KiB blocks and capture its block I/O.
+    """Run ``cmd`` on a fresh ext4 of ``capacity_pages`` 4 KiB blocks (aged first with ``age``)
+    and capture its block I/O (``method``: see :func:`choose_capture`).
 
     ``run(cmd, cwd)`` runs the command (under the shim) and returns its exit status;
     ``convert_files()`` then writes the file-level trace and returns its summary. Returns the
     command's status and a summary of the block capture (also written to ``outputs.layout``).
     """
-    check_environment()
+    kind, fallback = choose_capture(method)
+    check_environment(tracefs=kind == "tracefs")
     say = progress or (lambda _msg: None)
-    for p in (outputs.block, outputs.files, outputs.layout, outputs.text):
+    assert outputs.bio is not None
+    for p in (outputs.block, outputs.files, outputs.layout, outputs.text, outputs.bio):
         p.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="pcstream-block-", dir=outputs.block.parent))
+    aged: dict[str, Any] | None = None
     try:
         image = work / "ext4.img"
         raw = work / "trace.txt"
@@ -242,34 +318,54 @@ def capture(
             st = os.stat(device)
             devno = _dev_t(st.st_rdev)
             fs_dev = os.stat(mount).st_dev
-            cap = BlockCapture(devno, raw)
+            if age is not None and age.share is not None:
+                say(f"aging to {age.share:g} of the blocks (seed {age.seed}, churn {age.churn})")
+                aged = age_fs(device, mount, image, capacity_pages, mount_opts, age)
+            cap: BlockCapture | biocapture.BioCapture
+            cap = biocapture.BioCapture(devno, outputs.bio) if kind == "bpf" else BlockCapture(devno, raw)
             try:
                 cap.start()
-                say(f"running {' '.join(cmd)} in {mount} ({device})")
+                say(f"running {' '.join(cmd)} in {mount} ({device}, capture: {kind})")
                 t0 = time.monotonic()
                 status = run(cmd, mount)
                 run_s = time.monotonic() - t0
                 os.sync()
                 paths = walk(mount)
                 unmount(mount)
-                lost = cap.stop()
+                stopped = cap.stop()
             finally:
                 cap.close()
             say("reading the layout (dumpe2fs, debugfs)")
             layout = read_layout(device, paths)
-        conv = tracefs_to_blkparse(raw, outputs.text)
-        say(f"importing {conv.events} block events")
-        imported = api.import_trace(
-            "blkparse",
-            str(outputs.text),
-            str(outputs.block),
-            capacity_pages=capacity_pages,
-            meta_map=layout.meta_map(),
-        )
         files = convert_files()
+        extents = aged["extents"] if aged else []
+        source = "pcstream record --block " + " ".join(cmd)
+        if kind == "bpf":
+            bios = biocapture.read(outputs.bio)
+            say(f"building the block trace from {len(bios.bios)} bios")
+            block = biotrace.build(
+                bios, outputs.files, fs_dev, capacity_pages, layout.meta_map(), outputs.block, source, extents
+            )
+            events = biocapture.to_blkparse(bios, outputs.text)
+            end = bios.end or {}
+            lost = int(stopped.get("lost", 0)) + int(end.get("orphans", 0))
+            warnings = list(bios.warnings)
+        else:
+            assert isinstance(stopped, int)
+            conv = tracefs_to_blkparse(raw, outputs.text)
+            say(f"importing {conv.events} block events")
+            block = api.import_trace(
+                "blkparse",
+                str(outputs.text),
+                str(outputs.block),
+                capacity_pages=capacity_pages,
+                meta_map=layout.meta_map(),
+            )
+            if extents:
+                biotrace.prepend_aged(outputs.block, extents)
+            events, lost, warnings = conv.events, stopped + conv.lost, []
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    lost += conv.lost
     summary: dict[str, Any] = {
         "command": cmd,
         "status": status,
@@ -278,11 +374,15 @@ def capture(
         "mount_opts": mount_opts,
         "mkfs": ["mkfs.ext4", *MKFS_ARGS],
         "tracepoint": f"block:{EVENT}",
+        "capture": kind,
+        "bpf_unavailable": fallback,
         "fs_dev": fs_dev,
         "loop_dev_t": devno,
-        "events": conv.events,
+        "events": events,
         "lost_events": lost,
-        "block": imported,
+        "block": block,
+        "attribution": block.get("attribution"),
+        "aged": {k: v for k, v in aged.items() if k != "extents"} if aged else None,
         "files": files,
         "layout": {
             "blocks": layout.blocks,
@@ -294,13 +394,16 @@ def capture(
             "metadata_pages": layout.pages_by_class(),
             "meta_map": layout.meta_map(),
         },
-        "outputs": {k: str(v) for k, v in vars(outputs).items()},
+        "outputs": {k: str(v) for k, v in vars(outputs).items() if kind == "bpf" or k != "bio"},
     }
     outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
+    if fallback:
+        warnings.append(f"captured with tracefs, without PCs or hints in the block trace ({fallback})")
     if lost:
-        summary.setdefault("warnings", []).append(
-            f"{lost} block events were lost (tracefs buffer overrun); the block trace is incomplete"
-        )
+        what = "ring buffer full" if kind == "bpf" else "tracefs buffer overrun"
+        warnings.append(f"{lost} block events were lost ({what}); the block trace is incomplete")
+    if warnings:
+        summary["warnings"] = warnings
     return status, summary
 
 
@@ -313,16 +416,19 @@ def record_block(
     mount_opts: str | None = None,
     symbols: bool = True,
     say: Any = None,
+    age: Aging | None = None,
+    capture_method: str | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
     write the real block trace, the file-level trace and the layout (see :func:`capture`).
     ``out``: a directory, or the block trace's ``.parquet`` name. Returns the command's exit
-    status and the capture summary."""
+    status and the capture summary. ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
+    model's aging first; ``capture_method``: see :func:`choose_capture`."""
     if method not in filetrace.METHODS:
         raise CliError(f"--method {method}: unknown; use one of {', '.join(filetrace.METHODS)}", EXIT_USAGE)
     shim = filetrace.shim_path()
     filetrace.check_command(cmd)
-    check_environment()
+    check_environment(tracefs=False)
     # CMD runs in the mount point: a program named by a relative path is taken from here.
     if "/" in cmd[0] and not os.path.isabs(cmd[0]):
         cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
@@ -350,8 +456,10 @@ def record_block(
             capacity_pages,
             run,
             files,
-            mount_opts=mount_opts or DEFAULT_MOUNT_OPTS,
+            mount_opts=real_mount_opts(mount_opts),
             progress=say,
+            age=age,
+            method=capture_method,
         )
     finally:
         shutil.rmtree(logdir, ignore_errors=True)
@@ -378,6 +486,17 @@ def summary_line(out: Outputs, s: dict[str, Any]) -> str:
         f"-> {out.block}; "
         f"file-level trace -> {out.files}; layout -> {out.layout}"
     )
+    attribution = s.get("attribution")
+    if attribution:
+        line += (
+            f"; capture bpf: {100 * attribution['rate']:.1f} % of {attribution['data_pages']} data pages "
+            f"attributed to a PC, {attribution['hinted_pages']} pages with a hint"
+        )
+    elif s.get("capture"):
+        line += f"; capture {s['capture']}"
+    if s.get("aged"):
+        a = s["aged"]
+        line += f"; aged to {100 * a['used_share']:.1f} % ({a['creates']} files, {a['deletes']} deleted)"
     if s.get("warnings"):
         line += "; warning: " + "; ".join(s["warnings"])
     return line

@@ -1,0 +1,412 @@
+"""The real block trace of ``record --block`` from the bio capture (:mod:`.biocapture`), with the
+program context of every data page.
+
+Each bio becomes rows as the blkparse importer makes them (a write with a preflush is a cache
+flush, then the write; a request is split where it crosses a metadata range of the image's
+layout, whose class goes to the ``meta`` column), and a data write is further split where its
+pages' writers differ. A data page gets the ``pc`` and ``pid`` of the shim's last write to the
+same file page — same inode of the captured file system, same page index — at or before the
+time the bio was queued; when the file trace has no write before it, the first one at most
+:data:`LATE_NS` after (the shim stamps a write when the call returns, so writeback that starts
+inside the call comes first). ``hint`` is the bio's write-life hint; ``file`` a dense id per
+inode (``pcstream.files`` names it by the path of its last write), ``pid`` and ``pc`` 0 where no
+writer is known (metadata, journal, pages without a file). The aged state, when there is one,
+leads the trace as the engine's ``map --age`` writes it (one write per extent at time 0, footer
+keys ``pcstream.aged_rows`` and ``pcstream.aged_pages``).
+
+Everything is vectorised over numpy arrays: the bios' pages are expanded once, the shim's writes
+once (one entry per page written), and the join is one sort.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pcstream import tracemeta
+from pcstream.errors import EXIT_FAILURE, CliError
+from pcstream.record import biocapture as bc
+from pcstream.units import PAGE_BYTES
+
+LATE_NS = 1_000_000
+SECTOR = 512
+# Block-trace columns (docs/FORMATS.md) and their widths.
+SCHEMA = pa.schema(
+    [("ts_ns", pa.uint64()), ("op", pa.uint8()), ("lpn", pa.uint64()), ("pages", pa.uint32()),
+     ("pc", pa.uint64()), ("file", pa.uint32()), ("file_class", pa.uint16()), ("meta", pa.uint8()),
+     ("pid", pa.uint32()), ("hint", pa.uint8())]
+)  # fmt: skip
+COLUMN_DTYPES = {f.name: np.dtype(f.type.to_pandas_dtype()) for f in SCHEMA}
+WRITE, TRIM, READ, FLUSH = 0, 1, 2, 3
+ROW_GROUP = 1 << 20
+
+
+@dataclass
+class Writes:
+    """The shim's writes to the captured file system, one entry per page written: key
+    ``ino << 32 | page``, time, pc, pid and path id of the write."""
+
+    key: np.ndarray
+    ts: np.ndarray
+    pc: np.ndarray
+    pid: np.ndarray
+    path: np.ndarray
+
+    @staticmethod
+    def empty() -> Writes:
+        z = np.zeros(0, dtype=np.uint64)
+        return Writes(z, z, z, z.astype(np.uint32), z.astype(np.uint32))
+
+
+def expand(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges (first, count): the owner index of every element and the element itself."""
+    count = count.astype(np.int64)
+    owner = np.repeat(np.arange(len(count)), count)
+    start = np.cumsum(count) - count
+    step = np.arange(int(count.sum()), dtype=np.int64) - np.repeat(start, count)
+    return owner, first.astype(np.int64)[owner] + step
+
+
+def shim_writes(file_trace: Path, fs_dev: int) -> tuple[Writes, dict[int, str], str]:
+    """The page writes of ``file_trace`` to files of ``fs_dev`` (st_dev), its path table and its
+    PC table (the footer value, copied to the block trace)."""
+    pf = pq.ParquetFile(file_trace)
+    meta = pf.metadata.metadata or {}
+    paths = tracemeta.paths(meta)
+    pcs = tracemeta.get(meta, tracemeta.KEY_PCS) or "{}"
+    parts: list[Writes] = []
+    cols = ["ts_ns", "pid", "op", "dev", "ino", "offset", "len", "pc", "path"]
+    for batch in pf.iter_batches(batch_size=1 << 20, columns=cols):
+        t = pa.Table.from_batches([batch])
+        op = t.column("op")
+        if pa.types.is_dictionary(op.type):
+            op = op.cast(pa.string())
+        keep = pc.and_(pc.equal(op, "write"), pc.equal(t.column("dev").cast(pa.uint64()), fs_dev))
+        keep = pc.and_(keep, pc.greater(t.column("len"), 0))
+        t = t.filter(keep)
+        if t.num_rows == 0:
+            continue
+        off = t.column("offset").to_numpy().astype(np.uint64)
+        ln = t.column("len").to_numpy().astype(np.uint64)
+        first = off // PAGE_BYTES
+        count = (off + ln - 1) // PAGE_BYTES - first + 1
+        owner, page = expand(first, count)
+        ino = t.column("ino").to_numpy().astype(np.uint64)[owner]
+        parts.append(
+            Writes(
+                (ino << np.uint64(32)) | page.astype(np.uint64),
+                t.column("ts_ns").to_numpy().astype(np.uint64)[owner],
+                t.column("pc").to_numpy().astype(np.uint64)[owner],
+                t.column("pid").to_numpy().astype(np.uint32)[owner],
+                t.column("path").to_numpy().astype(np.uint32)[owner],
+            )
+        )
+    if not parts:
+        return Writes.empty(), paths, pcs
+    return (
+        Writes(*(np.concatenate([getattr(p, f) for p in parts]) for f in Writes.__dataclass_fields__)),
+        paths,
+        pcs,
+    )
+
+
+def last_writer(
+    qkey: np.ndarray, qts: np.ndarray, w: Writes, late_ns: int = LATE_NS
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each query (file page ``qkey`` written back at ``qts``): the index in ``w`` of the
+    last write of that page at or before ``qts`` (a write at the same time counts as before),
+    else of the first one at most ``late_ns`` after, else -1; and whether it was a late one."""
+    nw, nq = len(w.key), len(qkey)
+    found = np.full(nq, -1, dtype=np.int64)
+    late = np.zeros(nq, dtype=bool)
+    if nw == 0 or nq == 0:
+        return found, late
+    key = np.concatenate([w.key, qkey.astype(np.uint64)])
+    ts = np.concatenate([w.ts, qts.astype(np.uint64)])
+    kind = np.concatenate([np.zeros(nw, np.uint8), np.ones(nq, np.uint8)])
+    order = np.lexsort((kind, ts, key))
+    skey, sts = key[order], ts[order]
+    is_w = order < nw
+    pos = np.arange(len(order))
+    before = np.maximum.accumulate(np.where(is_w, pos, -1))
+    big = len(order)
+    after = np.minimum.accumulate(np.where(is_w, pos, big)[::-1])[::-1]
+    qpos = np.flatnonzero(~is_w)
+    qidx = order[qpos] - nw
+    b = before[qpos]
+    ok = (b >= 0) & (skey[np.maximum(b, 0)] == skey[qpos])
+    found[qidx[ok]] = order[b[ok]]
+    a = after[qpos]
+    a_c = np.minimum(a, big - 1)
+    ok2 = ~ok & (a < big) & (skey[a_c] == skey[qpos]) & (sts[a_c] - sts[qpos] <= np.uint64(late_ns))
+    found[qidx[ok2]] = order[a_c[ok2]]
+    late[qidx[ok2]] = True
+    return found, late
+
+
+def meta_class(lpn: np.ndarray, meta_map: Sequence[tuple[int, int, int]]) -> np.ndarray:
+    """The metadata class of each page (0 outside every range of the sorted, disjoint map)."""
+    if not meta_map:
+        return np.zeros(len(lpn), dtype=np.uint8)
+    m = np.asarray(meta_map, dtype=np.int64).reshape(-1, 3)
+    i = np.searchsorted(m[:, 0], lpn, side="right") - 1
+    ic = np.maximum(i, 0)
+    inside = (i >= 0) & (lpn < m[ic, 0] + m[ic, 1])
+    return np.where(inside, m[ic, 2], 0).astype(np.uint8)
+
+
+def split_by_meta(
+    lpn: np.ndarray, end: np.ndarray, meta_map: Sequence[tuple[int, int, int]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ranges [lpn, end) cut at the map's range boundaries: (owner, piece index within the
+    owner, piece start, piece end, class)."""
+    if meta_map and len(lpn):
+        m = np.asarray(meta_map, dtype=np.int64).reshape(-1, 3)
+        bnd = np.unique(np.concatenate([m[:, 0], m[:, 0] + m[:, 1]]))
+    else:
+        bnd = np.zeros(0, dtype=np.int64)
+    i0 = np.searchsorted(bnd, lpn, side="right")
+    i1 = np.searchsorted(bnd, end, side="left")
+    pieces = np.maximum(i1 - i0, 0) + 1
+    owner, j = expand(np.zeros(len(lpn), dtype=np.int64), pieces)
+    last = len(bnd) - 1
+    start = np.where(j == 0, lpn[owner], bnd[np.clip(i0[owner] + j - 1, 0, max(last, 0))] if len(bnd) else 0)
+    stop = np.where(
+        j == pieces[owner] - 1, end[owner], bnd[np.clip(i0[owner] + j, 0, max(last, 0))] if len(bnd) else 0
+    )
+    return owner, j, start, stop, meta_class(start, meta_map)
+
+
+def build(
+    cap: bc.Capture,
+    file_trace: Path,
+    fs_dev: int,
+    capacity_pages: int,
+    meta_map: Sequence[tuple[int, int, int]],
+    out: Path,
+    source: str,
+    aged_extents: Sequence[tuple[int, int]] = (),
+) -> dict[str, Any]:
+    """Write the block trace ``out`` from the capture; returns the import-like counts (rows,
+    writes, trims, flushes, reads, write/trim/read pages, capacity_pages) and ``attribution``."""
+    perm = np.argsort(cap.bios["ts_ns"], kind="stable")
+    bios = cap.bios[perm]
+    sorted_pos = np.argsort(perm)  # file index of a bio -> its position in time order
+    op, flags = bios["op"].astype(np.int64), bios["flags"].astype(np.int64)
+    nbytes = bios["bytes"].astype(np.int64)
+    first_byte = bios["sector"].astype(np.int64) * SECTOR
+    lpn = first_byte // PAGE_BYTES
+    end = (first_byte + nbytes + PAGE_BYTES - 1) // PAGE_BYTES
+    writing = (op == bc.OP_WRITE) | (op == bc.OP_WRITE_ZEROES)
+    is_write = writing & (nbytes > 0)
+    is_trim = ((op == bc.OP_DISCARD) | (op == bc.OP_SECURE_ERASE)) & (nbytes > 0)
+    is_read = (op == bc.OP_READ) & (nbytes > 0)
+    is_flush = (op == bc.OP_FLUSH) | (writing & ((flags & bc.F_PREFLUSH) != 0))
+    moving = is_write | is_trim | is_read
+    if moving.any() and int(end[moving].max()) > capacity_pages:
+        bad = int(np.flatnonzero(moving & (end > capacity_pages))[0])
+        raise CliError(
+            f"a captured bio ends at page {int(end[bad])}, beyond the image's {capacity_pages} pages",
+            EXIT_FAILURE,
+        )
+    base = int(bios["ts_ns"][0]) if len(bios) else 0
+    ts = bios["ts_ns"].astype(np.int64) - base
+
+    # --- the data writes, page by page: class, file page, writer
+    wb = np.flatnonzero(is_write)
+    owner, page = expand(lpn[wb], end[wb] - lpn[wb])
+    pbio = wb[owner]  # the bio of each page (position in time order)
+    k = page - lpn[pbio]  # the page's place in its bio
+    pmeta = meta_class(page, meta_map)
+    ino, index, has_file = file_pages(cap, sorted_pos, pbio, k)
+    writes, paths, pcs = shim_writes(file_trace, fs_dev)
+    fq = np.flatnonzero(has_file)
+    found, late = last_writer((ino[fq] << np.uint64(32)) | index[fq], bios["ts_ns"][pbio[fq]], writes)
+    got = found >= 0
+    data = pmeta == 0
+    ppc = np.zeros(len(page), dtype=np.uint64)
+    ppid = np.zeros(len(page), dtype=np.uint32)
+    ppc[fq[got]] = writes.pc[found[got]]
+    ppid[fq[got]] = writes.pid[found[got]]
+    pfile, files = file_ids(ino, has_file, writes, paths)
+    ppc[~data], ppid[~data], pfile[~data] = 0, 0, 0
+    # rows: consecutive pages of one bio with the same class, writer and file
+    brk = np.ones(len(page), dtype=bool)
+    if len(page):
+        brk[1:] = (
+            (pbio[1:] != pbio[:-1]) | (pmeta[1:] != pmeta[:-1]) | (ppc[1:] != ppc[:-1])
+            | (ppid[1:] != ppid[:-1]) | (pfile[1:] != pfile[:-1])
+        )  # fmt: skip
+    st = np.flatnonzero(brk)
+    parts = [
+        _rows(pbio[st], 1 + k[st], WRITE, page[st], np.diff(np.r_[st, len(page)]), ppc[st], pfile[st],
+              pmeta[st], ppid[st])
+    ]  # fmt: skip
+    # --- trims and reads, cut at the layout's ranges; flushes before their writes
+    other = np.flatnonzero(is_trim | is_read)
+    own, j, s, e, cls = split_by_meta(lpn[other], end[other], meta_map)
+    ob = other[own]
+    parts.append(_rows(ob, 1 + j, np.where(is_trim[ob], TRIM, READ), s, e - s, 0, 0, cls, 0))
+    fb = np.flatnonzero(is_flush)
+    parts.append(_rows(fb, 0, FLUSH, 0, 0, 0, 0, 0, 0))
+    cols = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
+    order = np.lexsort((cols["sub"], cols["bio"]))
+    rows = {c: v[order] for c, v in cols.items()}
+    rows["ts_ns"] = ts[rows["bio"]].astype(np.uint64)
+    rows["hint"] = bios["hint"][rows["bio"]].astype(np.uint8)
+    rows["file_class"] = np.zeros(len(order), dtype=np.uint16)
+
+    # --- the aged state first
+    aged_lpn, aged_pages = aged_rows(aged_extents)
+    n_aged = len(aged_lpn)
+    table = pa.table(
+        {
+            name: np.concatenate(
+                [
+                    {"lpn": aged_lpn, "pages": aged_pages}.get(name, np.zeros(n_aged)).astype(dtype),
+                    rows[name].astype(dtype),
+                ]
+            )  # fmt: skip
+            for name, dtype in COLUMN_DTYPES.items()
+        },
+        schema=SCHEMA,
+    )
+    footer = {
+        tracemeta.KEY_FORMAT: "1",
+        tracemeta.KEY_PAGE_BYTES: str(PAGE_BYTES),
+        tracemeta.KEY_CAPACITY: str(capacity_pages),
+        tracemeta.KEY_SOURCE: source,
+        tracemeta.KEY_FILES: tracemeta.encode_json(files).decode(),
+        tracemeta.KEY_FILE_CLASSES: "{}",
+        tracemeta.KEY_PCS: pcs,
+    }
+    if n_aged:
+        footer[tracemeta.KEY_AGED_ROWS] = str(n_aged)
+        footer[tracemeta.KEY_AGED_PAGES] = str(int(aged_pages.sum()))
+    _write(table.replace_schema_metadata(footer), out)
+
+    op_rows = rows["op"]
+    pages_of = lambda o: int(rows["pages"][op_rows == o].sum())  # noqa: E731
+    data_pages = int(data.sum())
+    attributed = int((got & data[fq]).sum())
+    return {
+        "rows": int(table.num_rows),
+        "writes": int((op_rows == WRITE).sum()),
+        "trims": int((op_rows == TRIM).sum()),
+        "reads": int((op_rows == READ).sum()),
+        "flushes": int((op_rows == FLUSH).sum()),
+        "write_pages": pages_of(WRITE),
+        "trim_pages": pages_of(TRIM),
+        "read_pages": pages_of(READ),
+        "capacity_pages": capacity_pages,
+        "aged_rows": n_aged,
+        "aged_pages": int(aged_pages.sum()),
+        "bios": len(bios),
+        "attribution": {
+            "data_pages": data_pages,
+            "file_pages": int(data[fq].sum()),
+            "attributed_pages": attributed,
+            "late_pages": int((late & got & data[fq]).sum()),
+            "rate": attributed / data_pages if data_pages else 0.0,
+            "shim_write_pages": len(writes.key),
+            "hinted_pages": int((bios["hint"][pbio] > 0).sum()),
+        },
+    }
+
+
+def _rows(
+    bio: Any, sub: Any, op: Any, lpn: Any, pages: Any, pc: Any, file: Any, meta: Any, pid: Any
+) -> dict[str, np.ndarray]:
+    """Columns of some rows (scalars broadcast to the length of ``bio``) in their trace widths."""
+    n = len(bio)
+    cols = {"bio": bio, "sub": sub, "op": op, "lpn": lpn, "pages": pages, "pc": pc, "file": file,
+            "meta": meta, "pid": pid}  # fmt: skip
+    dtypes = {"bio": np.int64, "sub": np.int64, **COLUMN_DTYPES}
+    return {c: np.broadcast_to(np.asarray(v), (n,)).astype(dtypes[c]) for c, v in cols.items()}
+
+
+def file_pages(
+    cap: bc.Capture, sorted_pos: np.ndarray, pbio: np.ndarray, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the written pages (bio ``pbio`` in time order, ``k``-th page of it): the inode and
+    page index of the file page the capture saw there, and whether it saw one (runs of the
+    captured file system only: journal and metadata buffers belong to the block device)."""
+    runs = cap.runs[cap.runs["sdev"] == np.uint32(cap.dev)]
+    rown, rk = expand(runs["bio_page"].astype(np.int64), runs["pages"].astype(np.int64))
+    rkey = (sorted_pos[runs["bio"].astype(np.int64)][rown] << 32) | rk
+    order = np.argsort(rkey, kind="stable")
+    rkey = rkey[order]
+    q = (pbio << 32) | k
+    at = np.minimum(np.searchsorted(rkey, q), max(len(rkey) - 1, 0))
+    has = (rkey[at] == q) if len(rkey) else np.zeros(len(q), dtype=bool)
+    r = rown[order[at]] if len(rkey) else np.zeros(len(q), dtype=np.int64)
+    ino = np.where(has, runs["ino"][r] if len(rkey) else 0, 0).astype(np.uint64)
+    step = k - (runs["bio_page"][r].astype(np.int64) if len(rkey) else 0)
+    index = np.where(has, (runs["index"][r].astype(np.int64) if len(rkey) else 0) + step, 0).astype(np.uint64)
+    return ino, index, has
+
+
+def file_ids(
+    ino: np.ndarray, has: np.ndarray, writes: Writes, paths: dict[int, str]
+) -> tuple[np.ndarray, dict[str, str]]:
+    """A dense file id per inode (0 for pages without one) and the ``pcstream.files`` table:
+    each id named by the path of the inode's last write in the file trace."""
+    fid = np.zeros(len(ino), dtype=np.uint32)
+    inos, inv = np.unique(ino[has], return_inverse=True)
+    fid[has] = (inv + 1).astype(np.uint32)
+    wino = writes.key >> np.uint64(32)
+    last_path: dict[int, int] = {}
+    if len(wino):
+        order = np.lexsort((writes.ts, wino))
+        last = np.r_[wino[order][1:] != wino[order][:-1], True]
+        last_path = dict(zip(wino[order][last].tolist(), writes.path[order][last].tolist()))
+    names = {str(i + 1): paths.get(last_path.get(n, 0), f"(inode {n})") for i, n in enumerate(inos.tolist())}
+    return fid, names
+
+
+def aged_rows(extents: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(lpn, pages) rows of an aged state: one write per extent, cut at 2^32 - 1 pages."""
+    lpn, pages = [], []
+    cap = (1 << 32) - 1
+    for start, count in extents:
+        while count > 0:
+            n = min(count, cap)
+            lpn.append(start)
+            pages.append(n)
+            start, count = start + n, count - n
+    return np.asarray(lpn, dtype=np.uint64), np.asarray(pages, dtype=np.uint32)
+
+
+def prepend_aged(trace: Path, extents: Sequence[tuple[int, int]]) -> None:
+    """Put an aged state at the head of the block trace ``trace`` (rewritten in place, atomically):
+    for a trace imported from tracefs, which the importer writes without one."""
+    table = pq.read_table(trace)
+    footer = dict(table.schema.metadata or {})
+    lpn, pages = aged_rows(extents)
+    n = len(lpn)
+    head = {c.name: np.zeros(n, dtype=np.dtype(c.type.to_pandas_dtype())) for c in table.schema}
+    head["lpn"], head["pages"] = lpn.astype(head["lpn"].dtype), pages.astype(head["pages"].dtype)
+    table = pa.concat_tables(
+        [pa.table(head, schema=table.schema.remove_metadata()), table.replace_schema_metadata()]
+    )
+    footer[tracemeta.KEY_AGED_ROWS.encode()] = str(n).encode()
+    footer[tracemeta.KEY_AGED_PAGES.encode()] = str(int(pages.sum())).encode()
+    _write(table.replace_schema_metadata(footer), trace)
+
+
+def _write(table: pa.Table, out: Path) -> None:
+    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+    try:
+        pq.write_table(table, tmp, row_group_size=ROW_GROUP)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
