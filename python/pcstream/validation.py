@@ -2,31 +2,43 @@
 trace for a file-level trace versus the block trace a real ext4 issued in the same run.
 
 The file-level trace is mapped through the model with the real trace's capacity (and, when the
-layout file of ``record --block`` is there, its mount options and device), then both block
-traces are summarised and simulated on one SSD preset under ``baseline`` and ``oracle``. Each
-compared figure is a row; three of them have acceptance targets. Method and measured results:
-docs/FSMODEL.md, "Validation against real ext4".
+layout file of ``record --block`` is there, its mount options, device and aging), then both
+block traces are summarised and simulated on one SSD preset under ``baseline`` and ``oracle``.
+Each compared figure is a row; some have acceptance targets. Beyond bytes, the page lifetimes
+of the top PCs: for every page written, the host pages written until its LBA is overwritten or
+trimmed (:func:`trace_figures`, one streaming pass over the trace; pages never invalidated are
+counted apart), their median and 90th percentile per PC in both traces. Method and measured
+results: docs/FSMODEL.md, "Validation against real ext4".
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pcstream import api, mapping
+import numpy as np
+import pyarrow.parquet as pq
+
+from pcstream import api, mapping, tracemeta
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, CliError, require_file
 from pcstream.record import blockcapture
 from pcstream.units import PAGE_BYTES
 
 POLICIES = ("baseline", "oracle")
 META = ("data", "journal", "inode", "directory", "bitmap", "other")
-# Acceptance targets: relative difference of written bytes and baseline WAF, absolute difference
-# of the journal + metadata share (in points).
+# Acceptance targets: relative difference of written bytes, baseline WAF and each top PC's
+# median page lifetime; absolute difference of the journal + metadata share (in points).
 TARGET_BYTES = 0.10
 TARGET_META_POINTS = 5.0
-TARGET_WAF = 0.05
+TARGET_WAF = 0.10
+TARGET_LIFETIME = 0.25
+# PCs compared by page lifetime: the real trace's top PCs by pages written.
+TOP_PCS = 8
+BATCH_ROWS = 1 << 16
 
 # (key, label, kind, target): kind "bytes"/"ratio"/"count" compare relatively, "share" in points.
 ROWS: tuple[tuple[str, str, str, float | None], ...] = (
@@ -45,26 +57,177 @@ ROWS: tuple[tuple[str, str, str, float | None], ...] = (
 )
 
 
-def _pages(info: dict[str, Any], key: str) -> int:
-    return int((info.get(key) or {}).get("pages") or 0)
-
-
-def figures(info: dict[str, Any], waf: dict[str, float]) -> dict[str, Any]:
-    """The compared figures of one block trace: its ``api.info`` summary and WAF per policy."""
-    written = _pages(info, "writes")
-    share = info.get("meta_share") or {}
-    meta_share = 1.0 - float(share.get("data", 1.0)) if written else 0.0
+def figures(tf: TraceFigures, waf: dict[str, float]) -> dict[str, Any]:
+    """The compared figures of one block trace (its aged state left out) and WAF per policy."""
+    written = int(tf.meta_pages.sum())
+    share = tf.meta_pages / written if written else np.zeros(len(META))
     fig: dict[str, Any] = {
         "written_bytes": written * PAGE_BYTES,
-        "meta_share": meta_share,
-        **{f"{m}_share": float(share.get(m, 0.0)) for m in META[1:]},
-        "discard_bytes": _pages(info, "trims") * PAGE_BYTES,
-        "flushes": int(info.get("flushes") or 0),
-        "requests": int((info.get("writes") or {}).get("requests") or 0),
+        "meta_share": float(1.0 - share[0]) if written else 0.0,
+        **{f"{m}_share": float(share[i]) for i, m in enumerate(META) if i},
+        "discard_bytes": tf.trim_pages * PAGE_BYTES,
+        "flushes": tf.flushes,
+        "requests": tf.write_requests,
     }
     for policy, value in waf.items():
         fig[f"waf_{policy}"] = value
     return fig
+
+
+# --------------------------------------------------------------------------- page lifetimes
+
+
+@dataclass
+class TraceFigures:
+    """What one pass over a block trace gives (the aged state skipped): pages written per meta
+    class, trimmed pages, flushes, write requests, and per PC the pages written, the lifetimes
+    of the pages that died (host pages written from a page's write to the overwrite or trim of
+    its LBA) and the pages never invalidated."""
+
+    meta_pages: np.ndarray = field(default_factory=lambda: np.zeros(len(META), dtype=np.int64))
+    trim_pages: int = 0
+    flushes: int = 0
+    write_requests: int = 0
+    host_pages: int = 0
+    pc_pages: dict[int, int] = field(default_factory=dict)
+    pc_never: dict[int, int] = field(default_factory=dict)
+    samples_pc: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    samples_life: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def lifetimes(self, pc: int) -> dict[str, Any]:
+        """{pages, died, never, median, p90} of one PC (median and p90 None without deaths)."""
+        key = np.uint64(pc)
+        lo = int(np.searchsorted(self.samples_pc, key, side="left"))
+        hi = int(np.searchsorted(self.samples_pc, key, side="right"))
+        life = self.samples_life[lo:hi]
+        pct = np.percentile(life, [50, 90]) if len(life) else [None, None]
+        return {
+            "pages": self.pc_pages.get(pc, 0),
+            "died": len(life),
+            "never": self.pc_never.get(pc, 0),
+            "median": None if pct[0] is None else float(pct[0]),
+            "p90": None if pct[1] is None else float(pct[1]),
+        }
+
+
+def _expand(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges (first, count): each element's range index and the element."""
+    owner = np.repeat(np.arange(len(count)), count)
+    start = np.cumsum(count) - count
+    return owner, first[owner] + np.arange(int(count.sum()), dtype=np.int64) - start[owner]
+
+
+def trace_figures(trace: str, batch_rows: int = BATCH_ROWS) -> TraceFigures:
+    """One streaming pass over ``trace`` (pyarrow batches, numpy per batch): see
+    :class:`TraceFigures`. Logical time is the count of pages written after the aged state; a
+    page written at time w and invalidated when t pages have been written lived t - w (a page
+    overwritten by the next page written lived 1)."""
+    pf = pq.ParquetFile(trace)
+    meta = pf.metadata.metadata or {}
+    skip = int(tracemeta.get(meta, tracemeta.KEY_AGED_ROWS) or 0)
+    cap = tracemeta.get(meta, tracemeta.KEY_CAPACITY)
+    names = set(pf.schema_arrow.names)
+    cols = [c for c in ("op", "lpn", "pages", "pc", "meta") if c in names]
+    if cap is None:
+        cap = 0
+        for b in pf.iter_batches(batch_size=batch_rows, columns=["lpn", "pages"]):
+            ends = b.column("lpn").to_numpy().astype(np.int64) + b.column("pages").to_numpy().astype(np.int64)
+            cap = max(cap, int(ends.max()) if len(ends) else 0)
+    state_t = np.full(int(cap), -1, dtype=np.int64)
+    state_pc = np.zeros(int(cap), dtype=np.uint64)
+    tf = TraceFigures()
+    spc: list[np.ndarray] = []
+    slife: list[np.ndarray] = []
+    t = 0
+    for b in pf.iter_batches(batch_size=batch_rows, columns=cols):
+        n = b.num_rows
+        if skip >= n:
+            skip -= n
+            continue
+        col = {c: b.column(c).to_numpy(zero_copy_only=False)[skip:] for c in cols}
+        skip = 0
+        op = col["op"].astype(np.int64)
+        lpn = col["lpn"].astype(np.int64)
+        pages = col["pages"].astype(np.int64)
+        pc = col["pc"].astype(np.uint64) if "pc" in col else np.zeros(len(op), dtype=np.uint64)
+        cls = col["meta"].astype(np.int64) if "meta" in col else np.zeros(len(op), dtype=np.int64)
+        w = (op == 0) & (pages > 0)
+        tr = (op == 1) & (pages > 0)
+        tf.flushes += int((op == 3).sum())
+        tf.write_requests += int(w.sum())
+        tf.trim_pages += int(pages[tr].sum())
+        tf.meta_pages += np.bincount(
+            np.minimum(cls[w], len(META) - 1), weights=pages[w], minlength=len(META)
+        ).astype(np.int64)
+        # events page by page, in trace order: writes at their own time, trims at the time reached
+        wp = np.where(w, pages, 0)
+        before = t + np.cumsum(wp) - wp
+        sel = np.flatnonzero(w | tr)
+        owner, page = _expand(lpn[sel], pages[sel])
+        row = sel[owner]
+        is_w = w[row]
+        etime = before[row] + np.where(is_w, page - lpn[row], 0)
+        epc = np.where(is_w, pc[row], np.uint64(0))
+        if is_w.any():
+            u, c = np.unique(epc[is_w], return_counts=True)
+            for k, v in zip(u.tolist(), c.tolist()):
+                tf.pc_pages[k] = tf.pc_pages.get(k, 0) + v
+        order = np.lexsort((np.arange(len(page)), page))
+        p, et, ew, ep = page[order], etime[order], is_w[order], epc[order]
+        first = np.r_[True, p[1:] != p[:-1]] if len(p) else np.zeros(0, dtype=bool)
+        prev_t = np.where(first, state_t[p], np.r_[-1, np.where(ew[:-1], et[:-1], -1)] if len(p) else 0)
+        prev_pc = np.where(first, state_pc[p], np.r_[np.uint64(0), ep[:-1]] if len(p) else 0)
+        died = prev_t >= 0
+        spc.append(prev_pc[died].astype(np.uint64))
+        slife.append((et - prev_t)[died])
+        last = np.r_[p[1:] != p[:-1], True] if len(p) else np.zeros(0, dtype=bool)
+        state_t[p[last]] = np.where(ew[last], et[last], -1)
+        state_pc[p[last]] = np.where(ew[last], ep[last], 0)
+        t += int(wp.sum())
+    tf.host_pages = t
+    alive = state_t >= 0
+    u, c = np.unique(state_pc[alive], return_counts=True)
+    tf.pc_never = dict(zip(u.tolist(), c.tolist()))
+    samples_pc = np.concatenate(spc) if spc else np.zeros(0, dtype=np.uint64)
+    samples_life = np.concatenate(slife) if slife else np.zeros(0, dtype=np.int64)
+    order = np.argsort(samples_pc, kind="stable")
+    tf.samples_pc, tf.samples_life = samples_pc[order], samples_life[order]
+    return tf
+
+
+def pc_name(pcs: dict[str, Any], pc: int) -> str:
+    """A short name of a PC from a trace's PC table: the first named frame outside libc and the
+    dynamic loader, else the first named frame, else the signature in hex."""
+    frames = pcs.get(str(pc)) or []
+    named = [f for f in frames if isinstance(f, dict) and f.get("symbol")]
+    for f in named:
+        module = str(f.get("module", ""))
+        if "libc." not in module and "ld-linux" not in module and "libpthread" not in module:
+            return str(f["symbol"])
+    return str(named[0]["symbol"]) if named else f"{pc:016x}"
+
+
+def lifetime_rows(
+    model: TraceFigures, real: TraceFigures, pcs: dict[str, Any], top: int = TOP_PCS
+) -> list[dict[str, Any]]:
+    """The top PCs of the real trace by pages written (pc 0, no known writer, left out): per PC
+    the pages, deaths, never-invalidated pages, median and p90 lifetime in both traces, the
+    median's relative difference and whether it meets :data:`TARGET_LIFETIME` (None when
+    neither trace saw a page of it die, False when only one did)."""
+    ranked = sorted(((n, pc) for pc, n in real.pc_pages.items() if pc), reverse=True)[:top]
+    rows = []
+    for _, pc in ranked:
+        m, r = model.lifetimes(pc), real.lifetimes(pc)
+        if m["median"] is None and r["median"] is None:
+            diff, ok = None, None
+        elif m["median"] is None or r["median"] is None or not r["median"]:
+            diff, ok = None, False
+        else:
+            diff = (m["median"] - r["median"]) / r["median"]
+            ok = abs(diff) <= TARGET_LIFETIME
+        rows.append({"pc": pc, "name": pc_name(pcs, pc), "model": m, "real": r, "diff": diff,
+                     "target": TARGET_LIFETIME, "ok": ok})  # fmt: skip
+    return rows
 
 
 def simulate(trace: str, ssd: str) -> dict[str, float]:
@@ -99,9 +262,11 @@ def validate(
     mount_opts: str | None = None,
     model_out: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
+    age: mapping.Aging | None = None,
 ) -> dict[str, Any]:
     """Map ``file_trace`` like the real run and compare with ``real_trace``; the result object
-    (rows, targets met, both sets of figures, the map summary). ``bar`` shows the map's progress."""
+    (rows, targets met, both sets of figures, per-PC lifetimes, the map summary). ``bar`` shows
+    the map's progress. ``mount_opts`` and ``age`` default to the real run's (layout file)."""
     require_file(file_trace, "file-level trace")
     require_file(real_trace, "block trace")
     layout: dict[str, Any] = {}
@@ -120,15 +285,22 @@ def validate(
         )
     opts = mount_opts if mount_opts is not None else str(layout.get("mount_opts", ""))
     device = layout.get("fs_dev")
+    if age is None and layout.get("aged"):
+        a = layout["aged"]
+        age = mapping.Aging(float(a["share"]), int(a.get("seed", 0)), int(a.get("churn", 0)))
     with tempfile.TemporaryDirectory(prefix="pcstream-validate-") as tmp:
         out = model_out or str(Path(tmp) / "model.parquet")
         with bar("map (model)", "events") as progress:
-            summary = mapping.map_trace(file_trace, out, capacity, opts, device, progress=progress)
-        model_info = api.info(out)
-        model = figures(model_info, simulate(out, ssd))
-    real = figures(real_info, simulate(real_trace, ssd))
+            summary = mapping.map_trace(file_trace, out, capacity, opts, device, progress=progress, age=age)
+        model_tf = trace_figures(out)
+        model_aged = tracemeta.aged_pages(out)
+        model = figures(model_tf, simulate(out, ssd))
+    real_tf = trace_figures(real_trace)
+    real = figures(real_tf, simulate(real_trace, ssd))
     rows = compare_rows(model, real)
-    targets = [r for r in rows if r["ok"] is not None]
+    pcs = json.loads(tracemeta.footer(real_trace).get(tracemeta.KEY_PCS) or "{}")
+    lifetimes = lifetime_rows(model_tf, real_tf, pcs)
+    targets = [r for r in rows + lifetimes if r["ok"] is not None]
     return {
         "file_trace": file_trace,
         "real_trace": real_trace,
@@ -138,7 +310,11 @@ def validate(
         "capacity_pages": capacity,
         "mount_opts": opts,
         "device": device,
+        "age": None if age is None or age.share is None else vars(age),
+        "aged_pages": {"model": model_aged, "real": tracemeta.aged_pages(real_trace)},
         "rows": rows,
+        "lifetimes": lifetimes,
+        "host_pages": {"model": model_tf.host_pages, "real": real_tf.host_pages},
         "targets_met": sum(1 for r in targets if r["ok"]),
         "targets": len(targets),
         "model": model,
