@@ -1,7 +1,9 @@
 """record --block and validate --run: the tracefs → blkparse conversion and the layout parsers
 (always), the root check (always), and end-to-end runs on a real ext4 loop device (root with loop
-devices and tracefs only; skipped otherwise): classes in the real trace, the comparison, Ctrl-C
-and errors leaving no loop device, mount or tracing instance behind."""
+devices and tracefs only; skipped otherwise): classes in the real trace, the comparison (with
+the BPF capture where it runs: PCs and lifetimes), the tracefs capture on an aged file system,
+Ctrl-C and errors leaving no loop device, mount, tracing instance or capture process behind.
+The BPF capture itself: test_bio_capture.py."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import tracemeta
-from pcstream.record import blockcapture, tracefs
+from pcstream.record import biocapture, blockcapture, tracefs
 from pcstream.record.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
 from pcstream.record.tracefs import tracefs_to_blkparse
 from support import ROOT, assert_user_error, invoke
@@ -174,14 +176,23 @@ needs_capture = pytest.mark.skipif(SKIP is not None, reason=SKIP or "")
 
 
 def _state() -> dict[str, Any]:
-    """Loop devices over our images, our mounts and tracing instances (to prove cleanup)."""
+    """Loop devices over our images, our mounts, tracing instances and BPF capture processes (to
+    prove cleanup)."""
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True, check=False).stdout
     mounts = Path("/proc/mounts").read_text()
     inst = tracefs.TRACEFS / "instances"
+    loaders = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "exe").resolve() == biocapture.BINARY:
+                loaders.append(proc.name)
+        except OSError:
+            continue
     return {
         "loops": sorted(line for line in loops.splitlines() if "pcstream-block-" in line),
         "mounts": sorted(line for line in mounts.splitlines() if "pcstream-mnt-" in line),
         "instances": sorted(p.name for p in inst.iterdir() if p.name.startswith("pcstream-")),
+        "loaders": sorted(loaders),
     }
 
 
@@ -218,7 +229,9 @@ def test_validate_run_end_to_end(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert _state() == before, "no loop device, mount or tracing instance left behind"
     r = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert r["targets"] == 3 and r["real_layout_classified"]
+    assert r["real_layout_classified"]
+    # bytes, metadata share, baseline WAF, and a median lifetime per top PC that has deaths
+    assert r["targets"] == 3 + sum(1 for row in r["lifetimes"] if row["ok"] is not None)
     real, model = r["real"], r["model"]
     assert real["written_bytes"] > 40 << 20 and model["written_bytes"] > 40 << 20
     assert real["journal_share"] > 0 and real["flushes"] > 0 and real["discard_bytes"] > 0
@@ -230,8 +243,16 @@ def test_validate_run_end_to_end(tmp_path: Path) -> None:
     assert tracemeta.footer(out / "block.parquet")[tracemeta.KEY_CAPACITY] == "61248"
     assert (out / "files.parquet").is_file() and (out / "model.parquet").is_file()
     assert (out / "block.blkparse").read_text().count(" D ") >= len(table) // 2
-    # the targets the model is held to (docs/FSMODEL.md): bytes, metadata share, baseline WAF
-    assert r["targets_met"] == 3, r["rows"]
+    # the targets the model is held to (docs/FSMODEL.md): bytes, metadata share, baseline WAF,
+    # per-PC median lifetimes
+    assert r["targets_met"] == r["targets"], (r["rows"], r["lifetimes"])
+    layout = json.loads((out / "layout.json").read_text())
+    if biocapture.unavailable() is None:  # the BPF capture: PCs on the real data pages
+        assert layout["capture"] == "bpf" and layout["attribution"]["rate"] >= 0.95
+        assert r["lifetimes"] and all(row["real"]["pages"] > 0 for row in r["lifetimes"])
+        assert any(row["pc"] for row in table if row["op"] == 0 and row["meta"] == 0)
+    else:
+        assert layout["capture"] == "tracefs" and layout["bpf_unavailable"]
 
 
 @needs_capture
@@ -259,6 +280,38 @@ def test_record_block_keeps_the_commands_status_and_survives_ctrl_c(tmp_path: Pa
     )
     data = [r for r in pq.read_table(out).to_pylist() if r["op"] == 0 and r["meta"] == 0]
     assert sum(r["pages"] for r in data) >= 16  # the 64 KiB file reached the disk before Ctrl-C
+
+
+@needs_capture
+def test_tracefs_capture_on_an_aged_file_system(tmp_path: Path) -> None:
+    before = _state()
+    out = tmp_path / "t.parquet"
+    script = "open('f', 'wb').write(b'z' * (1 << 20))"
+    proc = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; from pathlib import Path; from pcstream.mapping import Aging; "
+         "from pcstream.record import blockcapture as b; "
+         f"s, r = b.record_block([sys.executable, '-c', {script!r}], Path({str(out)!r}), 16384, "
+         "age=Aging(0.6, 2, 0), capture_method='tracefs'); print(b.summary_line(b.Outputs.at(Path("
+         f"{str(out)!r})), r))"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert _state() == before
+    line = proc.stdout.strip()
+    assert "capture tracefs" in line and "aged to" in line, line
+    layout = json.loads((tmp_path / "t.layout.json").read_text())
+    assert layout["capture"] == "tracefs" and layout["attribution"] is None
+    assert abs(layout["aged"]["used_share"] - 0.6) <= 0.03
+    meta = tracemeta.footer(out)
+    rows = pq.read_table(out).to_pylist()
+    aged = int(meta[tracemeta.KEY_AGED_ROWS])
+    assert aged > 0 and all(r["op"] == 0 and r["ts_ns"] == 0 for r in rows[:aged])
+    assert (
+        sum(r["pages"] for r in rows[:aged]) == int(meta[tracemeta.KEY_AGED_PAGES]) == layout["aged"]["pages"]
+    )
+    data = [r for r in rows[aged:] if r["op"] == 0 and r["meta"] == 0]
+    assert sum(r["pages"] for r in data) >= 256 and not any(r["pc"] for r in data)
 
 
 @needs_capture
