@@ -34,10 +34,10 @@ _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 
 
 def replay(plan: Sequence[dict[str, Any]], mount: Path) -> dict[str, Any]:
-    """Apply ``plan`` under ``mount``; counts {creates, deletes, syncs, bytes, seconds}. A full
+    """Apply ``plan`` under ``mount``; counts {creates, deletes, syncs, bytes_written, seconds}. A full
     file system or a plan that names a path outside the mount point is a one-line error."""
     t0 = time.monotonic()
-    counts = {"creates": 0, "deletes": 0, "syncs": 0, "bytes": 0}
+    counts = {"creates": 0, "deletes": 0, "syncs": 0, "bytes_written": 0}
     root = mount.resolve()
     block = b"\xa5" * CHUNK
     made: set[Path] = set()
@@ -68,7 +68,7 @@ def replay(plan: Sequence[dict[str, Any]], mount: Path) -> dict[str, Any]:
                 finally:
                     os.close(fd)
                 counts["creates"] += 1
-                counts["bytes"] += size
+                counts["bytes_written"] += size
             elif kind == "delete":
                 path.unlink()
                 counts["deletes"] += 1
