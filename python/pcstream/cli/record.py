@@ -60,17 +60,26 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
     help="Keep the raw shim logs in DIR (default: a temporary directory, removed).",
 )
 @click.option(
-    "--symbols/--no-symbols",
-    default=True,
-    show_default=True,
-    help="Name the frames of the PC table (addr2line) after the run.",
+    "--symbols",
+    "symbol_dirs",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    metavar="DIR",
+    help="Also look for separate debug files in DIR (by build-id, DIR/.build-id/xx/yyyy.debug, and "
+    "by path, DIR/usr/lib/...) when naming frames; /usr/lib/debug is always searched. Repeatable.",
 )
 @click.option(
-    "--coalesce",
+    "--no-symbols",
     is_flag=True,
+    help="Do not name the frames of the PC table (addr2line) after the run.",
+)
+@click.option(
+    "--coalesce/--no-coalesce",
+    default=True,
+    show_default=True,
     help="Fold runs of small contiguous writes of one thread to one file (<= 50 ms, 4 MiB) into one "
-    "row per stretch of pages with the same last-writing PC: for stdio-heavy programs (compilers, "
-    "shells); what 'pcstream map' sees is the same, the per-write PCs inside a page are not kept.",
+    "row per stretch of pages with the same last-writing PC (what 'pcstream map' sees is the same); "
+    "--no-coalesce keeps one row per call, with its own PC.",
 )
 @click.option(
     "--block",
@@ -95,7 +104,8 @@ def command(
     method: str,
     frames: int,
     keep_logs: str | None,
-    symbols: bool,
+    symbol_dirs: tuple[str, ...],
+    no_symbols: bool,
     coalesce: bool,
     block: bool,
     capacity: int | None,
@@ -108,14 +118,19 @@ def command(
 
     Example: pcstream record --block --capacity small -o run1 -- python3 $PWD/tools/fs_workload.py
     """
+    if no_symbols and symbol_dirs:
+        raise click.UsageError("--symbols DIR and --no-symbols exclude each other")
+    symbols = not no_symbols
+    dirs = [Path(d) for d in symbol_dirs]
     if block:
         if keep_logs is not None:
             raise click.UsageError("--keep-logs is not supported with --block")
         where = Path(output or BLOCK_DEFAULT_OUT)
         pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
         status, summary = blockcapture.record_block(
-            list(cmd), where, pages, method, frames, mount_opts, symbols=symbols
-        )
+            list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
+            symbol_dirs=dirs,
+        )  # fmt: skip
         click.echo(blockcapture.summary_line(blockcapture.Outputs.at(where), summary), err=True)
         return status
     if capacity is not None or mount_opts is not None:
@@ -129,6 +144,8 @@ def command(
         Path(keep_logs) if keep_logs else None,
         symbols=symbols,
         coalesce=coalesce,
+        symbol_dirs=dirs,
+        say=lambda warning: click.echo(f"pcstream record: warning: {warning}", err=True),
     )
     click.echo(filetrace.summary_line(out, summary), err=True)
     return status

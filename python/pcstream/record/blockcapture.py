@@ -48,7 +48,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -416,13 +416,16 @@ def record_block(
     mount_opts: str | None = None,
     symbols: bool = True,
     say: Any = None,
+    coalesce: bool = True,
+    symbol_dirs: Sequence[Path] = (),
     age: Aging | None = None,
     capture_method: str | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
     write the real block trace, the file-level trace and the layout (see :func:`capture`).
     ``out``: a directory, or the block trace's ``.parquet`` name. Returns the command's exit
-    status and the capture summary. ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
+    status and the capture summary. ``coalesce`` and ``symbol_dirs`` as for the file-level trace
+    (:func:`.filetrace.record`); ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
     model's aging first; ``capture_method``: see :func:`choose_capture`."""
     if method not in filetrace.METHODS:
         raise CliError(f"--method {method}: unknown; use one of {', '.join(filetrace.METHODS)}", EXIT_USAGE)
@@ -444,9 +447,9 @@ def record_block(
         return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
 
     def files() -> dict[str, Any]:
-        summary = filetrace.convert(logdir, outputs.files, source)
+        summary = filetrace.convert(logdir, outputs.files, source, coalesce)
         if symbols and summary.get("signatures"):
-            symbolize_or_warn(outputs.files, summary)
+            symbolize_or_warn(outputs.files, summary, symbol_dirs)
         return summary
 
     try:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pcstream import api
 from pcstream.errors import EXIT_INPUT, EXIT_USAGE, CliError
+from pcstream.record import elf, runner
 from pcstream.record.symbols import symbolize_or_warn
 
 METHODS = ("auto", "fp", "unwind", "scan")
@@ -43,13 +43,33 @@ def _check_output(out: Path) -> None:
         raise CliError(f"{out}: directory {parent} is not writable; pick another path", EXIT_INPUT)
 
 
-def check_command(cmd: list[str]) -> None:
+def check_command(cmd: list[str]) -> str:
+    """The program ``cmd`` runs (resolved on PATH); a one-line error when there is none."""
     if not cmd:
         raise CliError("no command to record; usage: pcstream record [OPTIONS] -- CMD [ARGS...]", EXIT_USAGE)
     prog = cmd[0]
     found = shutil.which(prog) if "/" not in prog else (prog if os.access(prog, os.X_OK) else None)
     if not found or os.path.isdir(found):
         raise CliError(f"{prog}: command not found (or not executable); check it and PATH", EXIT_NOT_FOUND)
+    return found
+
+
+def static_warning(program: str) -> str | None:
+    """A warning when ``program`` (or the interpreter of a ``#!`` script) is a statically linked
+    ELF executable: the dynamic linker never runs, so LD_PRELOAD and the shim do not apply."""
+    target = program
+    if elf.is_static(target) is None:
+        interpreter = elf.script_interpreter(target)
+        if interpreter is None:
+            return None
+        target = interpreter if "/" in interpreter else (shutil.which(interpreter) or interpreter)
+    if not elf.is_static(target):
+        return None
+    what = program if target == program else f"{program} (interpreter {target})"
+    return (
+        f"{what} is statically linked: LD_PRELOAD does not apply, so its writes cannot be recorded "
+        "(dynamically linked programs it starts still are)"
+    )
 
 
 def run_under_shim(
@@ -60,30 +80,19 @@ def run_under_shim(
     shim: Path | None = None,
     cwd: Path | None = None,
 ) -> int:
-    """Run ``cmd`` with the shim preloaded, logs to ``logdir``, in ``cwd`` (default: ours);
-    return its exit status (128+N if killed)."""
+    """Run ``cmd`` with the shim preloaded, logs to ``logdir``, in ``cwd`` (default: ours), in a
+    process group of its own that gets the SIGTERM, SIGINT and SIGHUP sent to us
+    (:mod:`.runner`); return its exit status (128+N if signal N ended it)."""
     env = dict(os.environ)
     so = str(shim or shim_path())
     env["LD_PRELOAD"] = so + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["PCSHIM_DIR"] = str(logdir.resolve())
     env["PCSHIM_METHOD"] = method
     env["PCSHIM_FRAMES"] = str(frames)
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd)
-    forward = {signal.SIGTERM, signal.SIGHUP}
-    old = {sig: signal.getsignal(sig) for sig in forward}
-    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child gets Ctrl-C; we convert after
-    try:
-        for sig in forward:
-            signal.signal(sig, lambda s, _f: proc.send_signal(s))
-        rc = proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, old_int)
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-    return 128 - rc if rc < 0 else rc
+    return runner.run(cmd, env, cwd)
 
 
-def convert(logdir: Path, out: Path, source: str, coalesce: bool = False) -> dict[str, Any]:
+def convert(logdir: Path, out: Path, source: str, coalesce: bool = True) -> dict[str, Any]:
     """Convert the shim logs in ``logdir`` into the file-level trace ``out``; the engine's summary.
     ``coalesce``: fold runs of small contiguous writes (one row per stretch of pages with the same
     last-writing PC; see docs/RECORD.md)."""
@@ -97,16 +106,27 @@ def record(
     frames: int = 12,
     keep_logs: Path | None = None,
     symbols: bool = True,
-    coalesce: bool = False,
+    coalesce: bool = True,
+    symbol_dirs: Sequence[Path] = (),
+    say: Callable[[str], None] | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    """Run ``cmd`` under the shim and write the trace ``out``: (command's exit status, summary)."""
+    """Run ``cmd`` under the shim and write the trace ``out``: (command's exit status, summary).
+
+    ``coalesce``: fold runs of small contiguous writes (the default; False keeps one row per
+    call). ``symbol_dirs``: more places for separate debug files (:mod:`.symbols`). ``say`` gets
+    warnings due before the command runs (a statically linked program); they are also in the
+    summary's ``warnings``. A signal that ends the command (also one sent to us and forwarded)
+    does not stop the conversion: the trace holds what the logs hold."""
     if method not in METHODS:
         raise CliError(f"--method {method}: unknown; use one of {', '.join(METHODS)}", EXIT_USAGE)
     if not 1 <= frames <= 64:
         raise CliError(f"--frames {frames}: out of range; use 1..64", EXIT_USAGE)
     shim = shim_path()
     _check_output(out)
-    check_command(cmd)
+    early = [w for w in [static_warning(check_command(cmd))] if w]
+    for warning in early:
+        if say is not None:
+            say(warning)
     if keep_logs is not None:
         keep_logs.mkdir(parents=True, exist_ok=True)
         logdir = keep_logs
@@ -115,8 +135,9 @@ def record(
     try:
         status = run_under_shim(cmd, logdir, method, frames, shim)
         summary = convert(logdir, out, "pcstream record " + " ".join(cmd), coalesce)
+        summary["warnings"] = early + list(summary.get("warnings", []))
         if symbols and summary.get("signatures"):
-            symbolize_or_warn(out, summary)
+            symbolize_or_warn(out, summary, symbol_dirs)
     finally:
         if keep_logs is None:
             shutil.rmtree(logdir, ignore_errors=True)
@@ -124,18 +145,31 @@ def record(
     return status, summary
 
 
+# Counters of the engine's summary printed when non-zero: key -> what N of them are.
+SUMMARY_COUNTS = (
+    ("recovered_bytes", "bytes recovered by the safety net (written where no hook saw them)"),
+    ("inline_stdio_bytes", "bytes written through stdio macros (accounted at flush)"),
+    ("unplaced_bytes", "bytes it could not place in a file"),
+    ("hint_events", "write-hint changes"),
+)
+
+
 def summary_line(out: Path, s: dict[str, Any]) -> str:
-    """The one-line summary printed to stderr."""
+    """The summary printed to stderr: one line of counts, then one line per warning."""
+    named = ""
+    if s.get("symbolized"):
+        debug = s.get("debug_files")
+        extra = f", {debug} module(s) from separate debug files" if debug else ""
+        named = f" ({s['symbolized']} frames named{extra})"
     line = (
         f"pcstream record: {s['records']} records ({s['writes']} writes, {s['write_bytes']} bytes) "
-        f"from {s['processes']} processes, {s['signatures']} signatures"
-        + (f" ({s['symbolized']} frames named)" if s.get("symbolized") else "")
-        + f", {s['paths']} files -> {out}"
+        f"from {s['processes']} processes, {s['signatures']} signatures{named}, {s['paths']} files -> {out}"
     )
+    for key, what in SUMMARY_COUNTS:
+        if s.get(key, 0):
+            line += f"; {s[key]} {what}"
     notes = list(s.get("warnings", []))
     if s.get("lost_processes"):
         lost = ", ".join(str(p) for p in s["lost_processes"])
         notes.append(f"records lost: process(es) {lost} ended without flushing (killed?)")
-    if notes:
-        line += "; warning: " + "; ".join(notes)
-    return line
+    return "\n".join([line, *(f"pcstream record: warning: {note}" for note in notes)])

@@ -1,0 +1,160 @@
+"""Run the recorded command the way a shell runs a job, so that ``pcstream record`` can stop it and
+still write its trace.
+
+The command starts in a process group of its own. SIGTERM, SIGINT and SIGHUP sent to
+``pcstream record`` are forwarded to that whole group (the program and every descendant that
+stayed in it, so a shell's children end too and their shim flushes its records); record then waits
+for the program, gives the rest of the group a few seconds to end, and returns the program's
+status (128+N when signal N ended it), so the caller still converts what the logs hold.
+
+When record's standard input is its controlling terminal and record is in the foreground, the
+terminal is handed to the command's group for the run (the command reads from it and gets Ctrl-C
+and Ctrl-Z directly, as in a shell) and taken back at the end; a command stopped with Ctrl-Z stops
+record too, and ``fg`` resumes both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# After a forwarded signal ended the program: how long the rest of its group may take to end.
+GROUP_GRACE_S = 5.0
+
+
+def exit_status(waitstatus: int) -> int:
+    """A shell's exit status from a wait status: the exit code, or 128+N for signal N."""
+    code = os.waitstatus_to_exitcode(waitstatus)
+    return 128 - code if code < 0 else code
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``, from /proc."""
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) >= 3 and fields[0] != "Z" and fields[2] == str(pgid):
+            members.append(int(name))
+    return members
+
+
+def wait_for_group(pgid: int, timeout_s: float = GROUP_GRACE_S) -> list[int]:
+    """Wait until group ``pgid`` has no live process or ``timeout_s`` passed; the ones left."""
+    deadline = time.monotonic() + timeout_s
+    left = group_members(pgid)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = group_members(pgid)
+    return left
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _foreground_terminal() -> int | None:
+    """fd 0 when it is our controlling terminal and our process group is its foreground group."""
+    try:
+        if os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp():
+            return 0
+    except OSError:
+        pass
+    return None
+
+
+def _give_terminal(fd: int, pgid: int) -> None:
+    """Make ``pgid`` the terminal's foreground group (SIGTTOU ignored: we may be in the background)."""
+    old = signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+    try:
+        with contextlib.suppress(OSError):
+            os.tcsetpgrp(fd, pgid)
+    finally:
+        signal.signal(signal.SIGTTOU, old)
+
+
+@contextlib.contextmanager
+def _forwarding(target: list[int], forwarded: list[int], pending: list[int]) -> Iterator[None]:
+    """While inside: FORWARDED signals (all listed in ``forwarded``) go to the group in ``target``
+    once it holds a pgid, and wait in ``pending`` until then; the previous handlers are put back
+    on the way out."""
+
+    def forward(sig: int, _frame: object) -> None:
+        forwarded.append(sig)
+        if target:
+            _signal_group(target[0], sig)
+        else:
+            pending.append(sig)
+
+    saved = {sig: signal.getsignal(sig) for sig in FORWARDED}
+    try:
+        for sig in FORWARDED:
+            signal.signal(sig, forward)
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _wait(pid: int, terminal: int | None) -> int:
+    """Wait for ``pid``; with a terminal, mirror its job-control stops (Ctrl-Z) on ourselves."""
+    flags = os.WUNTRACED if terminal is not None else 0
+    while True:
+        _pid, status = os.waitpid(pid, flags)
+        if not os.WIFSTOPPED(status):
+            return status
+        # The job was stopped at the terminal: take the terminal back, stop as the shell expects,
+        # and on SIGCONT (fg or bg) resume the command, giving it the terminal again if it is ours.
+        assert terminal is not None
+        _give_terminal(terminal, os.getpgrp())
+        os.kill(os.getpid(), signal.SIGSTOP)
+        with contextlib.suppress(OSError):
+            if os.tcgetpgrp(terminal) == os.getpgrp():
+                _give_terminal(terminal, pid)
+        _signal_group(pid, signal.SIGCONT)
+
+
+def run(cmd: list[str], env: Mapping[str, str] | None = None, cwd: Path | None = None) -> int:
+    """Run ``cmd`` in a process group of its own (see the module's doc) and return its exit status:
+    the exit code, or 128+N when signal N ended it."""
+    terminal = _foreground_terminal()
+    target: list[int] = []
+    forwarded: list[int] = []
+    pending: list[int] = []
+    with _forwarding(target, forwarded, pending):
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, process_group=0)
+        try:
+            target.append(proc.pid)
+            if terminal is not None:
+                _give_terminal(terminal, proc.pid)
+                # A read from the terminal before the hand-over stopped it (SIGTTIN): resume it.
+                _signal_group(proc.pid, signal.SIGCONT)
+            for sig in pending:  # signals that came before the group existed
+                _signal_group(proc.pid, sig)
+            status = _wait(proc.pid, terminal)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if forwarded:
+                wait_for_group(proc.pid)
+        finally:
+            if terminal is not None:
+                _give_terminal(terminal, os.getpgrp())
+            if proc.returncode is None:  # interrupted by an exception: do not leave it running
+                _signal_group(proc.pid, signal.SIGTERM)
+                proc.wait()
+    return exit_status(status)

@@ -1,0 +1,283 @@
+"""pcstream record's front end: coalescing by default (--no-coalesce keeps one row per call), the
+summary's counters and warning lines, SIGTERM/SIGINT sent to record (forwarded to the program's
+process group, the trace still written), the terminal handed to the program (it reads from it,
+Ctrl-C reaches it), and the warning for statically linked programs."""
+
+from __future__ import annotations
+
+import os
+import pty
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from pcstream import tracemeta
+from pcstream.record import elf, filetrace, runner
+from support import ROOT
+
+SHIM_SO = ROOT / "python" / "pcstream" / "_shim" / "pcshim.so"
+CC = shutil.which("cc") or shutil.which("gcc")
+needs_shim = pytest.mark.skipif(
+    not SHIM_SO.is_file() or not sys.platform.startswith("linux"),
+    reason="needs the record shim (make install)",
+)
+RECORD = [sys.executable, "-m", "pcstream", "record"]
+
+
+def writes(trace: Path) -> list[tuple[str, int, int]]:
+    """(file name, offset, len) of the trace's write rows."""
+    paths = tracemeta.paths(tracemeta.footer(trace))
+    rows = pq.read_table(trace).to_pylist()
+    return [
+        (Path(paths[r["path"]]).name, r["offset"], r["len"]) for r in rows if r["op"] == "write" and r["path"]
+    ]
+
+
+SMALL_WRITES = (
+    "import os\nfd = os.open('a.dat', os.O_WRONLY | os.O_CREAT, 0o644)\n"
+    "for _ in range(50): os.write(fd, b'x' * 10)\n"
+)
+
+
+@needs_shim
+@pytest.mark.parametrize(("opts", "rows"), [((), 1), (("--coalesce",), 1), (("--no-coalesce",), 50)])
+def test_coalescing_is_the_default(tmp_path: Path, opts: tuple[str, ...], rows: int) -> None:
+    trace = tmp_path / "t.parquet"
+    proc = subprocess.run(
+        [*RECORD, *opts, "--no-symbols", "-o", str(trace), "--", sys.executable, "-c", SMALL_WRITES],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = [w for w in writes(trace) if w[0] == "a.dat"]
+    assert len(got) == rows and sum(w[2] for w in got) == 500
+    if rows == 50:
+        assert [w[1] for w in got] == list(range(0, 500, 10))
+
+
+def test_summary_prints_the_counters_that_are_not_zero_and_one_line_per_warning() -> None:
+    base: dict[str, Any] = {
+        "records": 9,
+        "writes": 7,
+        "write_bytes": 700,
+        "processes": 2,
+        "signatures": 3,
+        "paths": 4,
+    }
+    plain = filetrace.summary_line(Path("t.parquet"), base)
+    assert plain == (
+        "pcstream record: 9 records (7 writes, 700 bytes) from 2 processes, 3 signatures, 4 files "
+        "-> t.parquet"
+    )
+    full = filetrace.summary_line(
+        Path("t.parquet"),
+        {**base, "symbolized": 5, "debug_files": 1,
+         "recovered_bytes": 4096, "inline_stdio_bytes": 12, "unplaced_bytes": 5, "hint_events": 0,
+         "warnings": ["a static program", "2 process(es) used io_uring"], "lost_processes": [41]},
+    )  # fmt: skip
+    lines = full.splitlines()
+    assert lines[0].startswith(plain.replace(" signatures,", " signatures (5 frames named, 1 module(s) from "
+                                             "separate debug files),"))  # fmt: skip
+    for needle in (
+        "4096 bytes recovered by the safety net",
+        "12 bytes written through stdio macros (accounted at flush)",
+        "5 bytes it could not place",
+    ):
+        assert needle in lines[0]
+    assert "hint" not in lines[0], "zero counters are not printed"
+    assert lines[1:] == [
+        "pcstream record: warning: a static program",
+        "pcstream record: warning: 2 process(es) used io_uring",
+        "pcstream record: warning: records lost: process(es) 41 ended without flushing (killed?)",
+    ]
+
+
+def _alive_with(arg: str) -> list[int]:
+    """Processes whose command line holds ``arg``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if arg.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"):
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_for(path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), f"{path} was never written"
+
+
+@needs_shim
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_record_ends_the_program_and_keeps_its_writes(tmp_path: Path, sig: int) -> None:
+    """A shell writes, then waits for a child (sleep); the signal goes to record alone. Record
+    forwards it to the program's group (shell and sleep end), converts, and exits 128+N. (bash:
+    dash resets SIGTERM to its default action at start, so the shim cannot flush its records.)"""
+    nap = f"{41 + sig}.25"  # an argument no other process has
+    script = f"printf one > a.dat; sleep {nap}; printf two > b.dat"
+    trace = tmp_path / "t.parquet"
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [*RECORD, "--no-symbols", "-o", str(trace), "--", "bash", "-c", script],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    _wait_for(tmp_path / "a.dat")
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert time.monotonic() - t0 < 30, "the program was not ended"
+    assert not _alive_with(nap), "the shell's child outlived the signal"
+    assert ("a.dat", 0, 3) in writes(trace), err
+    assert not (tmp_path / "b.dat").exists() and all(w[0] != "b.dat" for w in writes(trace))
+    assert "records lost" not in err and err.splitlines()[0].startswith("pcstream record: ")
+
+
+def test_the_runner_returns_the_status_and_forwards_signals_that_came_first(tmp_path: Path) -> None:
+    assert runner.run([sys.executable, "-c", "raise SystemExit(7)"]) == 7
+    assert runner.run(["sh", "-c", "kill -TERM $$"]) == 128 + signal.SIGTERM
+    # the command's group is its own: its pgid is its pid
+    out = tmp_path / "ids"
+    runner.run(["sh", "-c", f"ps -o pid=,pgid= -p $$ > {out}"])
+    pid, pgid = out.read_text().split()
+    assert pid == pgid and int(pgid) != os.getpgrp()
+
+
+def _in_terminal(argv: list[str], cwd: Path, keys: list[bytes], timeout: float = 60) -> tuple[int, str]:
+    """Run ``argv`` as the session leader of a new pseudo-terminal (its controlling terminal, the
+    foreground group), type ``keys`` (one item after each line of output appears... or a pause);
+    returns (wait status code, everything the terminal showed)."""
+    pid, master = pty.fork()
+    if pid == 0:  # the child: a new session with the pty as its controlling terminal
+        try:
+            os.chdir(cwd)
+            os.execvp(argv[0], argv)
+        finally:
+            os._exit(127)
+    shown = b""
+    deadline = time.monotonic() + timeout
+    pending = list(keys)
+    status = None
+    while time.monotonic() < deadline:
+        done, st = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = st
+            break
+        try:
+            import select
+
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                shown += os.read(master, 4096)
+        except OSError:
+            pass
+        if pending and b"ready" in shown:
+            time.sleep(0.3)
+            os.write(master, pending.pop(0))
+    if status is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail(f"timed out; the terminal showed {shown!r}")
+    try:
+        while True:
+            chunk = os.read(master, 4096)
+            if not chunk:
+                break
+            shown += chunk
+    except OSError:
+        pass
+    os.close(master)
+    return os.waitstatus_to_exitcode(status), shown.decode(errors="replace")
+
+
+@needs_shim
+def test_the_program_reads_from_the_terminal_and_gets_ctrl_c(tmp_path: Path) -> None:
+    """Under a terminal the program's group gets the terminal: it reads a line (without the
+    hand-over it would stop on SIGTTIN), and Ctrl-C (typed) ends it; record still writes the trace."""
+    trace = tmp_path / "t.parquet"
+    script = 'echo ready; read line; cat <<<"$line" > got.dat; echo ready; sleep 45.5; printf x > late.dat'
+    code, shown = _in_terminal(
+        [*RECORD, "--no-symbols", "-o", str(trace), "--", "bash", "-c", script],
+        tmp_path,
+        [b"hello\n", b"\x03"],
+    )
+    assert (tmp_path / "got.dat").read_text() == "hello\n", shown
+    assert code == 128 + signal.SIGINT, shown
+    assert ("got.dat", 0, 6) in writes(trace) and not (tmp_path / "late.dat").exists()
+    assert not _alive_with("45.5")
+
+
+# --------------------------------------------------------------------------- static programs
+
+
+def _static_libc() -> bool:
+    if CC is None:
+        return False
+    found = subprocess.run([CC, "-print-file-name=libc.a"], capture_output=True, text=True).stdout.strip()
+    return os.path.isabs(found) and os.path.isfile(found)
+
+
+STATIC_C = (
+    '#include <stdio.h>\nint main(void){FILE *f = fopen("s.dat", "w"); fputs("static\\n", f); '
+    "return fclose(f);}\n"
+)
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    if not _static_libc():
+        pytest.skip(
+            "no static C library (libc.a, Debian's libc6-dev) or no C compiler: cannot build cc -static"
+        )
+    out = tmp_path_factory.mktemp("static")
+    (out / "w.c").write_text(STATIC_C)
+    built = {}
+    for name, flags in (("static", ["-static"]), ("dynamic", [])):
+        subprocess.run([str(CC), "-O1", *flags, "-o", str(out / name), str(out / "w.c")], check=True)
+        built[name] = out / name
+    script = out / "via-env"
+    script.write_text(f"#!/usr/bin/env {built['static']}\n")
+    built["script"] = script
+    return built
+
+
+def test_static_executables_are_recognised(programs: dict[str, Path], tmp_path: Path) -> None:
+    assert elf.is_static(programs["static"]) is True
+    assert elf.is_static(programs["dynamic"]) is False
+    assert elf.is_static(sys.executable) is False
+    assert elf.is_static(programs["script"]) is None and elf.is_static(tmp_path / "missing") is None
+    assert elf.script_interpreter(programs["script"]) == str(programs["static"])
+    assert filetrace.static_warning(str(programs["dynamic"])) is None
+    assert "is statically linked" in (filetrace.static_warning(str(programs["static"])) or "")
+    assert "interpreter" in (filetrace.static_warning(str(programs["script"])) or "")
+
+
+@needs_shim
+def test_a_static_program_is_run_with_a_warning(programs: dict[str, Path], tmp_path: Path) -> None:
+    trace = tmp_path / "t.parquet"
+    proc = subprocess.run(
+        [*RECORD, "-o", str(trace), "--", str(programs["static"])],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "s.dat").read_text() == "static\n", "the program ran"
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("pcstream record: warning: ") and "statically linked" in first
+    assert "LD_PRELOAD does not apply" in first
+    assert writes(trace) == [], "its writes cannot be recorded"
+    dynamic = subprocess.run(
+        [*RECORD, "-o", str(trace), "--", str(programs["dynamic"])],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert dynamic.returncode == 0 and "statically linked" not in dynamic.stderr
+    assert ("s.dat", 0, 7) in writes(trace)
