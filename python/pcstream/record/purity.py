@@ -181,8 +181,9 @@ def run_db_bench(method: str, workdir: Path, extra: Iterable[str] = (), frames: 
     db = workdir / f"db-{method}"
     trace = workdir / f"rocksdb-{method}.parquet"
     shutil.rmtree(db, ignore_errors=True)
+    # One row per write, each with its own PC: purity weighs every write by its signature.
     cmd = [
-        sys.executable, "-m", "pcstream", "record", "-o", str(trace), "--method", method,
+        sys.executable, "-m", "pcstream", "record", "--no-coalesce", "-o", str(trace), "--method", method,
         "--frames", str(frames), "--", db_bench, f"--db={db}", *DB_BENCH_ARGS, *extra,
     ]  # fmt: skip
     t0 = time.monotonic()
