@@ -122,11 +122,18 @@ def command(
         raise click.UsageError("--symbols DIR and --no-symbols exclude each other")
     symbols = not no_symbols
     dirs = [Path(d) for d in symbol_dirs]
+
+    def warn(warning: str) -> None:
+        click.echo(f"pcstream record: warning: {warning}", err=True)
+
     if block:
         if keep_logs is not None:
             raise click.UsageError("--keep-logs is not supported with --block")
         where = Path(output or BLOCK_DEFAULT_OUT)
         pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
+        static = filetrace.static_warning(filetrace.check_command(list(cmd)))
+        if static:
+            warn(static)
         status, summary = blockcapture.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
             symbol_dirs=dirs,
@@ -145,7 +152,7 @@ def command(
         symbols=symbols,
         coalesce=coalesce,
         symbol_dirs=dirs,
-        say=lambda warning: click.echo(f"pcstream record: warning: {warning}", err=True),
+        say=warn,
     )
     click.echo(filetrace.summary_line(out, summary), err=True)
     return status
