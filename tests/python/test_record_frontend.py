@@ -5,8 +5,10 @@ Ctrl-C reaches it), and the warning for statically linked programs."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -153,66 +155,74 @@ def test_the_runner_returns_the_status_and_forwards_signals_that_came_first(tmp_
     assert pid == pgid and int(pgid) != os.getpgrp()
 
 
-def _in_terminal(argv: list[str], cwd: Path, keys: list[bytes], timeout: float = 60) -> tuple[int, str]:
-    """Run ``argv`` as the session leader of a new pseudo-terminal (its controlling terminal, the
-    foreground group), type ``keys`` (one item after each line of output appears... or a pause);
-    returns (wait status code, everything the terminal showed)."""
-    pid, master = pty.fork()
-    if pid == 0:  # the child: a new session with the pty as its controlling terminal
-        try:
-            os.chdir(cwd)
-            os.execvp(argv[0], argv)
-        finally:
-            os._exit(127)
-    shown = b""
-    deadline = time.monotonic() + timeout
-    pending = list(keys)
-    status = None
-    while time.monotonic() < deadline:
-        done, st = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = st
-            break
-        try:
-            import select
+class Terminal:
+    """``argv`` as the session leader of a new pseudo-terminal (its controlling terminal, in the
+    foreground): wait for output, type keys, wait for the end."""
 
-            ready, _, _ = select.select([master], [], [], 0.1)
-            if ready:
-                shown += os.read(master, 4096)
-        except OSError:
-            pass
-        if pending and b"ready" in shown:
-            time.sleep(0.3)
-            os.write(master, pending.pop(0))
-    if status is None:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        pytest.fail(f"timed out; the terminal showed {shown!r}")
-    try:
-        while True:
-            chunk = os.read(master, 4096)
-            if not chunk:
-                break
-            shown += chunk
-    except OSError:
-        pass
-    os.close(master)
-    return os.waitstatus_to_exitcode(status), shown.decode(errors="replace")
+    def __init__(self, argv: list[str], cwd: Path) -> None:
+        self.pid, self.master = pty.fork()
+        if self.pid == 0:  # the child: exec, or end here
+            try:
+                os.chdir(cwd)
+                os.execvp(argv[0], argv)
+            finally:
+                os._exit(127)
+        self.shown = b""
+        self.status: int | None = None
+
+    def _pump(self, until: float) -> None:
+        while time.monotonic() < until and self.status is None:
+            if select.select([self.master], [], [], 0.05)[0]:
+                with contextlib.suppress(OSError):
+                    self.shown += os.read(self.master, 4096)
+            done, st = os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED)
+            if done and not os.WIFSTOPPED(st):
+                self.status = os.waitstatus_to_exitcode(st)
+
+    def expect(self, text: str, times: int = 1, timeout: float = 30) -> None:
+        until = time.monotonic() + timeout
+        while self.shown.decode(errors="replace").count(text) < times and time.monotonic() < until:
+            self._pump(time.monotonic() + 0.1)
+        assert self.shown.decode(errors="replace").count(text) >= times, self.shown
+
+    def type(self, keys: bytes) -> None:
+        time.sleep(0.3)
+        os.write(self.master, keys)
+
+    def wait(self, timeout: float = 60) -> int:
+        self._pump(time.monotonic() + timeout)
+        if self.status is None:
+            os.kill(self.pid, signal.SIGKILL)
+            pytest.fail(f"timed out; the terminal showed {self.shown!r}")
+        os.close(self.master)
+        return self.status
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 @needs_shim
-def test_the_program_reads_from_the_terminal_and_gets_ctrl_c(tmp_path: Path) -> None:
+def test_the_program_gets_the_terminal_ctrl_z_and_ctrl_c(tmp_path: Path) -> None:
     """Under a terminal the program's group gets the terminal: it reads a line (without the
-    hand-over it would stop on SIGTTIN), and Ctrl-C (typed) ends it; record still writes the trace."""
+    hand-over it would stop on SIGTTIN); Ctrl-Z stops record too (as a shell's job) until SIGCONT;
+    Ctrl-C ends the program and record still writes the trace."""
     trace = tmp_path / "t.parquet"
     script = 'echo ready; read line; cat <<<"$line" > got.dat; echo ready; sleep 45.5; printf x > late.dat'
-    code, shown = _in_terminal(
-        [*RECORD, "--no-symbols", "-o", str(trace), "--", "bash", "-c", script],
-        tmp_path,
-        [b"hello\n", b"\x03"],
-    )
-    assert (tmp_path / "got.dat").read_text() == "hello\n", shown
-    assert code == 128 + signal.SIGINT, shown
+    term = Terminal([*RECORD, "--no-symbols", "-o", str(trace), "--", "bash", "-c", script], tmp_path)
+    term.expect("ready")
+    term.type(b"\x1a")  # Ctrl-Z
+    deadline = time.monotonic() + 10
+    while _state(term.pid) != "T" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _state(term.pid) == "T", "record stops with its job"
+    os.kill(term.pid, signal.SIGCONT)
+    term.type(b"hello\n")
+    term.expect("ready", 2)
+    term.type(b"\x03")  # Ctrl-C
+    code = term.wait()
+    assert (tmp_path / "got.dat").read_text() == "hello\n", term.shown
+    assert code == 128 + signal.SIGINT, term.shown
     assert ("got.dat", 0, 6) in writes(trace) and not (tmp_path / "late.dat").exists()
     assert not _alive_with("45.5")
 
