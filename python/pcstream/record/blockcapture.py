@@ -416,7 +416,7 @@ def record_block(
     mount_opts: str | None = None,
     symbols: bool = True,
     say: Any = None,
-    coalesce: bool = True,
+    coalesce: bool = False,
     symbol_dirs: Sequence[Path] = (),
     age: Aging | None = None,
     capture_method: str | None = None,
@@ -425,7 +425,8 @@ def record_block(
     write the real block trace, the file-level trace and the layout (see :func:`capture`).
     ``out``: a directory, or the block trace's ``.parquet`` name. Returns the command's exit
     status and the capture summary. ``coalesce`` and ``symbol_dirs`` as for the file-level trace
-    (:func:`.filetrace.record`); ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
+    (:func:`.filetrace.record`; ``record --block`` coalesces by default, ``validate --run`` keeps
+    one row per write); ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
     model's aging first; ``capture_method``: see :func:`choose_capture`."""
     if method not in filetrace.METHODS:
         raise CliError(f"--method {method}: unknown; use one of {', '.join(filetrace.METHODS)}", EXIT_USAGE)
