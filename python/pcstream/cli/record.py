@@ -114,7 +114,9 @@ def command(
 ) -> int:
     """Run CMD with the pcshim LD_PRELOAD shim, then convert what it logged into one file-level
     trace (all processes, ordered by time) with a PC table. CMD's stdin, stdout, stderr and exit
-    status are its own; a one-line summary goes to stderr.
+    status are its own; it runs in a process group of its own, which gets the SIGTERM, SIGINT and
+    SIGHUP sent to record (the trace is still written). A summary line, then one line per warning,
+    goes to stderr.
 
     Example: pcstream record --block --capacity small -o run1 -- python3 $PWD/tools/fs_workload.py
     """
