@@ -13,7 +13,6 @@ results: docs/FSMODEL.md, "Validation against real ext4".
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from pcstream import api, mapping, tracemeta
+from pcstream import api, mapping, pclabels, tracemeta
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, CliError, require_file
 from pcstream.record import blockcapture
 from pcstream.units import PAGE_BYTES
@@ -195,20 +194,19 @@ def trace_figures(trace: str, batch_rows: int = BATCH_ROWS) -> TraceFigures:
     return tf
 
 
-def pc_name(pcs: dict[str, Any], pc: int) -> str:
-    """A short name of a PC from a trace's PC table: the first named frame outside libc and the
-    dynamic loader, else the first named frame, else the signature in hex."""
-    frames = pcs.get(str(pc)) or []
-    named = [f for f in frames if isinstance(f, dict) and f.get("symbol")]
-    for f in named:
-        module = str(f.get("module", ""))
-        if "libc." not in module and "ld-linux" not in module and "libpthread" not in module:
-            return str(f["symbol"])
-    return str(named[0]["symbol"]) if named else f"{pc:016x}"
+def pc_labels(trace: str, tf: TraceFigures, top: int = TOP_PCS) -> dict[int, str]:
+    """Labels of the top PCs that tell them apart (:mod:`pcstream.pclabels`), from the trace's
+    PC table; {} when it has none or cannot be read."""
+    sigs = [str(pc) for _, pc in sorted(((n, pc) for pc, n in tf.pc_pages.items() if pc), reverse=True)[:top]]
+    try:
+        labels = pclabels.trace_labels(trace, sigs)
+    except (OSError, ValueError):
+        return {}
+    return {int(sig): label.frames for sig, label in labels.items()}
 
 
 def lifetime_rows(
-    model: TraceFigures, real: TraceFigures, pcs: dict[str, Any], top: int = TOP_PCS
+    model: TraceFigures, real: TraceFigures, labels: dict[int, str] | None = None, top: int = TOP_PCS
 ) -> list[dict[str, Any]]:
     """The top PCs of the real trace by pages written (pc 0, no known writer, left out): per PC
     the pages, deaths, never-invalidated pages, median and p90 lifetime in both traces, the
@@ -225,7 +223,8 @@ def lifetime_rows(
         else:
             diff = (m["median"] - r["median"]) / r["median"]
             ok = abs(diff) <= TARGET_LIFETIME
-        rows.append({"pc": pc, "name": pc_name(pcs, pc), "model": m, "real": r, "diff": diff,
+        name = (labels or {}).get(pc) or f"PC {pc}"
+        rows.append({"pc": pc, "name": name, "model": m, "real": r, "diff": diff,
                      "target": TARGET_LIFETIME, "ok": ok})  # fmt: skip
     return rows
 
@@ -298,8 +297,7 @@ def validate(
     real_tf = trace_figures(real_trace)
     real = figures(real_tf, simulate(real_trace, ssd))
     rows = compare_rows(model, real)
-    pcs = json.loads(tracemeta.footer(real_trace).get(tracemeta.KEY_PCS) or "{}")
-    lifetimes = lifetime_rows(model_tf, real_tf, pcs)
+    lifetimes = lifetime_rows(model_tf, real_tf, pc_labels(real_trace, real_tf))
     targets = [r for r in rows + lifetimes if r["ok"] is not None]
     return {
         "file_trace": file_trace,

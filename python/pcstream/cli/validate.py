@@ -100,20 +100,18 @@ def _life(value: float | None) -> str:
 def render_lifetimes(result: dict[str, Any]) -> Table:
     """Per-PC page lifetimes (host pages) of the real trace's top PCs, model vs real."""
     table = Table(
-        title="page lifetimes of the top PCs (host pages written until overwrite or trim)",
+        title="page lifetimes of the top PCs, in host pages written until overwrite or trim (model / real)",
         title_justify="left",
     )
-    for col in ("pc", "pages model / real", "median model", "median real", "difference", "target", "met",
-                "p90 model / real", "never invalidated model / real"):  # fmt: skip
-        table.add_column(col, justify="left" if col == "pc" else "right")
+    for col in ("PC", "pages", "median", "difference", "target", "met", "p90", "never invalidated"):
+        table.add_column(col, justify="left" if col == "PC" else "right")
     for row in result["lifetimes"]:
         m, r = row["model"], row["real"]
         met = "" if row["ok"] is None else ("yes" if row["ok"] else "NO")
         table.add_row(
-            f"{row['name']} ({row['pc']:016x})",
+            f"{row['name']} [{row['pc']:016x}]",
             f"{fmt(m['pages'])} / {fmt(r['pages'])}",
-            _life(m["median"]),
-            _life(r["median"]),
+            f"{_life(m['median'])} / {_life(r['median'])}",
             _diff("ratio", row["diff"]),
             _target("ratio", row["target"]),
             met,
