@@ -38,6 +38,8 @@ TARGET_LIFETIME = 0.25
 # PCs compared by page lifetime: the real trace's top PCs by pages written.
 TOP_PCS = 8
 BATCH_ROWS = 1 << 16
+# Pages expanded at once by the lifetime pass (memory: about 50 bytes each).
+MAX_EVENTS = 1 << 22
 
 # (key, label, kind, target): kind "bytes"/"ratio"/"count" compare relatively, "share" in points.
 ROWS: tuple[tuple[str, str, str, float | None], ...] = (
@@ -116,6 +118,38 @@ def _expand(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return owner, first[owner] + np.arange(int(count.sum()), dtype=np.int64) - start[owner]
 
 
+def _page_events(
+    tf: TraceFigures,
+    state_t: np.ndarray,
+    state_pc: np.ndarray,
+    page: np.ndarray,
+    etime: np.ndarray,
+    is_w: np.ndarray,
+    epc: np.ndarray,
+    spc: list[np.ndarray],
+    slife: list[np.ndarray],
+) -> None:
+    """Apply page events in trace order (write: is_w, at etime, by epc; else a trim) to the
+    per-LBA state; the lifetimes of the pages they invalidate go to ``spc``/``slife``."""
+    if is_w.any():
+        u, c = np.unique(epc[is_w], return_counts=True)
+        for k, v in zip(u.tolist(), c.tolist()):
+            tf.pc_pages[k] = tf.pc_pages.get(k, 0) + v
+    if not len(page):
+        return
+    order = np.lexsort((np.arange(len(page)), page))
+    p, et, ew, ep = page[order], etime[order], is_w[order], epc[order]
+    first = np.r_[True, p[1:] != p[:-1]]
+    prev_t = np.where(first, state_t[p], np.r_[-1, np.where(ew[:-1], et[:-1], -1)])
+    prev_pc = np.where(first, state_pc[p], np.r_[np.uint64(0), ep[:-1]])
+    died = prev_t >= 0
+    spc.append(prev_pc[died].astype(np.uint64))
+    slife.append((et - prev_t)[died])
+    last = np.r_[p[1:] != p[:-1], True]
+    state_t[p[last]] = np.where(ew[last], et[last], -1)
+    state_pc[p[last]] = np.where(ew[last], ep[last], np.uint64(0))
+
+
 def trace_figures(trace: str, batch_rows: int = BATCH_ROWS) -> TraceFigures:
     """One streaming pass over ``trace`` (pyarrow batches, numpy per batch): see
     :class:`TraceFigures`. Logical time is the count of pages written after the aged state; a
@@ -158,30 +192,23 @@ def trace_figures(trace: str, batch_rows: int = BATCH_ROWS) -> TraceFigures:
         tf.meta_pages += np.bincount(
             np.minimum(cls[w], len(META) - 1), weights=pages[w], minlength=len(META)
         ).astype(np.int64)
-        # events page by page, in trace order: writes at their own time, trims at the time reached
+        # events page by page, in trace order: writes at their own time, trims at the time reached;
+        # in chunks of at most MAX_EVENTS pages (a trim can cover the whole device)
         wp = np.where(w, pages, 0)
         before = t + np.cumsum(wp) - wp
         sel = np.flatnonzero(w | tr)
-        owner, page = _expand(lpn[sel], pages[sel])
-        row = sel[owner]
-        is_w = w[row]
-        etime = before[row] + np.where(is_w, page - lpn[row], 0)
-        epc = np.where(is_w, pc[row], np.uint64(0))
-        if is_w.any():
-            u, c = np.unique(epc[is_w], return_counts=True)
-            for k, v in zip(u.tolist(), c.tolist()):
-                tf.pc_pages[k] = tf.pc_pages.get(k, 0) + v
-        order = np.lexsort((np.arange(len(page)), page))
-        p, et, ew, ep = page[order], etime[order], is_w[order], epc[order]
-        first = np.r_[True, p[1:] != p[:-1]] if len(p) else np.zeros(0, dtype=bool)
-        prev_t = np.where(first, state_t[p], np.r_[-1, np.where(ew[:-1], et[:-1], -1)] if len(p) else 0)
-        prev_pc = np.where(first, state_pc[p], np.r_[np.uint64(0), ep[:-1]] if len(p) else 0)
-        died = prev_t >= 0
-        spc.append(prev_pc[died].astype(np.uint64))
-        slife.append((et - prev_t)[died])
-        last = np.r_[p[1:] != p[:-1], True] if len(p) else np.zeros(0, dtype=bool)
-        state_t[p[last]] = np.where(ew[last], et[last], -1)
-        state_pc[p[last]] = np.where(ew[last], ep[last], 0)
+        ends = np.cumsum(pages[sel])
+        cuts = np.searchsorted(
+            ends, np.arange(MAX_EVENTS, int(ends[-1]) if len(ends) else 0, MAX_EVENTS), "right"
+        )
+        for rows in np.split(sel, np.unique(cuts)):
+            owner, page = _expand(lpn[rows], pages[rows])
+            row = rows[owner]
+            is_w = w[row]
+            etime = before[row] + np.where(is_w, page - lpn[row], 0)
+            _page_events(
+                tf, state_t, state_pc, page, etime, is_w, np.where(is_w, pc[row], np.uint64(0)), spc, slife
+            )
         t += int(wp.sum())
     tf.host_pages = t
     alive = state_t >= 0

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream import api, tracemeta
+from pcstream import api, tracemeta, validation
 from pcstream.mapping import Aging
 from pcstream.record import agereplay, biocapture, biotrace, blockcapture
 from pcstream.record.biocapture import F_FUA, F_META, F_PREFLUSH, OP_DISCARD, OP_READ, OP_WRITE
@@ -271,8 +271,13 @@ def block_trace(path: Path, rows: list[tuple[int, int, int, int, int]], aged_row
     return path
 
 
-@pytest.mark.parametrize("batch_rows", [2, 3, 1 << 16])
-def test_page_lifetimes_on_a_hand_made_trace(tmp_path: Path, batch_rows: int) -> None:
+@pytest.mark.parametrize(
+    ("batch_rows", "max_events"), [(2, 1 << 22), (3, 1 << 22), (1 << 16, 1 << 22), (1 << 16, 3)]
+)
+def test_page_lifetimes_on_a_hand_made_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: int, max_events: int
+) -> None:
+    monkeypatch.setattr(validation, "MAX_EVENTS", max_events)
     trace = block_trace(
         tmp_path / "l.parquet",
         [
