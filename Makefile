@@ -178,13 +178,14 @@ BPF_BUILD := target/bpf
 BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 BPF_CLANG ?= clang
 BPF_VMLINUX := $(BPF_BUILD)/vmlinux-$(shell uname -r).h
+BPF_BTF ?= /sys/kernel/btf/vmlinux
 BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/' -e 's/riscv64/riscv/' -e 's/s390x/s390/')
 
 .PHONY: bpf
 install: bpf
 bpf: ## Build the BPF bio capture of record --block (skipped, saying why, without BTF or clang)
-	@if [ ! -r /sys/kernel/btf/vmlinux ]; then \
-	  echo "bpf: skipped: the kernel has no BTF (/sys/kernel/btf/vmlinux); record --block will use tracefs"; \
+	@if [ ! -r $(BPF_BTF) ]; then \
+	  echo "bpf: skipped: the kernel has no BTF ($(BPF_BTF)); record --block will use tracefs"; \
 	  exit 0; fi; \
 	missing=""; \
 	command -v $(BPF_CLANG) >/dev/null 2>&1 || missing="$$missing clang"; \
@@ -205,7 +206,7 @@ bpf: ## Build the BPF bio capture of record --block (skipped, saying why, withou
 
 $(BPF_VMLINUX):
 	@mkdir -p $(dir $@)
-	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+	$(BPFTOOL) btf dump file $(BPF_BTF) format c > $@.tmp && mv $@.tmp $@
 
 $(BPF_BUILD)/pcbio.bpf.o: bpf/pcbio.bpf.c bpf/pcbio.h $(BPF_VMLINUX)
 	cp $(BPF_VMLINUX) $(BPF_BUILD)/vmlinux.h
