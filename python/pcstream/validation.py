@@ -360,7 +360,8 @@ def validate_capture(
 ) -> dict[str, Any]:
     """:func:`validate` on what ``record --block`` of ``cmd`` captured into ``where`` (its exit
     ``status`` and capture summary), the modelled trace kept beside the real one; the result
-    object with the run's command, time and lost events."""
+    object with the run's command, time, lost events, capture (bpf or tracefs), attribution rate
+    and aging."""
     if status != 0:
         raise CliError(f"{cmd[0]}: exited with status {status}; nothing compared", EXIT_FAILURE)
     outputs = blockcapture.Outputs.at(where)
@@ -372,5 +373,9 @@ def validate_capture(
         "command": list(cmd),
         "run_s": captured.get("run_s"),
         "lost_events": captured.get("lost_events"),
+        "capture": captured.get("capture"),
+        "bpf_unavailable": captured.get("bpf_unavailable"),
+        "attribution": captured.get("attribution"),
+        "aged": captured.get("aged"),
     }
     return result

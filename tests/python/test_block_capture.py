@@ -249,6 +249,7 @@ def test_validate_run_end_to_end(tmp_path: Path) -> None:
     layout = json.loads((out / "layout.json").read_text())
     if biocapture.unavailable() is None:  # the BPF capture: PCs on the real data pages
         assert layout["capture"] == "bpf" and layout["attribution"]["rate"] >= 0.95
+        assert r["run"]["capture"] == "bpf" and r["run"]["attribution"]["rate"] >= 0.95
         assert r["lifetimes"] and all(row["real"]["pages"] > 0 for row in r["lifetimes"])
         assert any(row["pc"] for row in table if row["op"] == 0 and row["meta"] == 0)
     else:
