@@ -306,6 +306,27 @@ def test_page_lifetimes_on_a_hand_made_trace(
     assert tf.lifetimes(3) == {"pages": 2, "died": 0, "never": 2, "median": None, "p90": None}
 
 
+def test_lifetime_rows_rank_the_real_trace_s_pcs_and_judge_the_medians() -> None:
+    def figures(pages: dict[int, int], samples: list[tuple[int, int]]) -> validation.TraceFigures:
+        tf = validation.TraceFigures(pc_pages=pages)
+        samples.sort()
+        tf.samples_pc = np.array([p for p, _ in samples], dtype=np.uint64)
+        tf.samples_life = np.array([life for _, life in samples], dtype=np.int64)
+        return tf
+
+    real = figures({0: 99, 5: 10, 6: 8, 7: 6, 8: 1}, [(5, 100), (5, 100), (6, 40), (8, 3)])
+    model = figures({5: 10, 6: 8, 7: 6}, [(5, 120), (5, 140), (6, 80)])
+    rows = validation.lifetime_rows(model, real, {5: "five"}, top=4)
+    assert [r["pc"] for r in rows] == [5, 6, 7, 8]  # by the real pages, pc 0 left out
+    assert rows[0]["name"] == "five" and rows[1]["name"] == "PC 6"
+    assert rows[0]["diff"] == pytest.approx(0.3) and rows[0]["ok"] is False  # 130 against 100
+    assert rows[1]["diff"] == pytest.approx(1.0) and rows[1]["ok"] is False
+    assert rows[2]["diff"] is None and rows[2]["ok"] is None  # no page died in either trace
+    assert rows[3]["ok"] is False  # died in the real trace only
+    near = figures({5: 10}, [(5, 110), (5, 120)])
+    assert validation.lifetime_rows(near, real, top=1)[0]["ok"] is True  # +15 %
+
+
 # --------------------------------------------------------------------------- aging replay
 
 

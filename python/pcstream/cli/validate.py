@@ -225,10 +225,15 @@ def command(
         if result.get("lifetimes"):
             console.print(render_lifetimes(result))
         click.echo(f"targets met: {result['targets_met']}/{result['targets']}")
+        if result.get("lifetime_targets"):
+            click.echo(
+                f"per-PC lifetime targets met: {result['lifetime_targets_met']}/{result['lifetime_targets']}"
+            )
         if not result["real_layout_classified"]:
             click.echo("note: no layout file for the real trace; its writes count as data", err=True)
         for warning in (result.get("map") or {}).get("warnings") or []:
             click.echo(f"warning (model): {warning}", err=True)
-    if strict and result["targets_met"] < result["targets"]:
+    missed = result["targets_met"] < result["targets"]
+    if strict and (missed or result.get("lifetime_targets_met", 0) < result.get("lifetime_targets", 0)):
         return EXIT_FAILURE
     return 0
