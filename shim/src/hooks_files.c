@@ -1,20 +1,33 @@
 /* hooks_files.c: the hooks that name, change or sync files: open, open64, openat, openat64, creat,
- * creat64 (an open record, the fd learnt), close, unlink, unlinkat, rename, renameat, renameat2,
- * truncate(64), ftruncate(64), fallocate(64), fsync, fdatasync, sync_file_range, and the fd
- * tracking of dup, dup2, dup3, fcntl(64) F_DUPFD. The fd table itself is record.c's; fopen and
- * fclose are in hooks_stdio.c (fopen ends in after_open, here). */
+ * creat64 (an open record, the fd learnt), close (the safety net first), unlink, unlinkat, rename,
+ * renameat, renameat2, truncate(64), ftruncate(64), fallocate(64), fsync, fdatasync,
+ * sync_file_range, the fd tracking of dup, dup2, dup3 (the safety net on the fd replaced) and
+ * fcntl(64) (F_DUPFD, F_SETFL; F_SET_RW_HINT recorded as a set_hint), and lseek(64). The fd table
+ * is record.c's, descriptions and the net account.c's; fopen and fclose are in hooks_stdio.c
+ * (fopen ends in after_open, here). */
 #include "shim.h"
 
 /* ---------- open, creat, close ---------- */
 static void rec_open(int fd, int flags)
 {
     fd_forget(fd);
-    struct fdinfo *info = fd_learn(fd);
+    struct fdinfo *info = fd_opened(fd, flags);
     if (info)
         add_record(PCSHIM_OP_OPEN, fd, 0, 0, (uint32_t)flags, info->dev, info->ino, info->path, 0, 1);
 }
 
 void after_open(int fd, int flags) { RECORD_IF(fd >= 0, rec_open(fd, flags)); }
+
+/* fd is about to be closed (close, dup2/dup3 over it): if it is the last fd of its description,
+ * the safety net (what its streams still hold will not reach this file: not counted). */
+static void net_last(int fd)
+{
+    struct desc *d = fd >= 0 && fd < MAX_FDS && atomic_load(&g_fds[fd].state) == 1 ? atomic_load(&g_fds[fd].d) : NULL;
+    if (d && atomic_load(&d->refs) == 1) {
+        struct pc_once pc = {0, 0, 0};
+        net_check(fd, d, 0, &pc);
+    }
+}
 
 #define OPEN_HOOK(name)                                                     \
     EXPORT int name(const char *p, int flags, ...)                          \
@@ -71,6 +84,7 @@ EXPORT int close(int fd)
     int rec = 0;
     if (enter()) {
         int e = errno;
+        net_last(fd);
         rec_fd(PCSHIM_OP_CLOSE, fd, 0, 0, 0, 0);
         errno = e;
         rec = 1;
@@ -205,14 +219,23 @@ EXPORT int sync_file_range(int fd, off_t off, off_t n, unsigned int flags)
 }
 
 /* ---------- dup, fcntl: fd tracking only ---------- */
+/* `to` now refers to from's description. */
 static void copy_fd(int from, int to)
 {
     if (to < 0 || to >= MAX_FDS)
         return;
     if (from >= 0 && from < MAX_FDS && atomic_load(&g_fds[from].state) == 1) {
+        fd_forget(to);
         g_fds[to].dev = g_fds[from].dev;
         g_fds[to].ino = g_fds[from].ino;
         g_fds[to].path = g_fds[from].path;
+        struct desc *d = atomic_load(&g_fds[from].d);
+        if (d)
+            atomic_fetch_add(&d->refs, 1);
+        atomic_store(&g_fds[to].d, d);
+        int hi = atomic_load(&g_fd_hi);
+        while (to > hi && !atomic_compare_exchange_weak(&g_fd_hi, &hi, to))
+            ;
         atomic_store(&g_fds[to].state, 1);
     } else {
         fd_forget(to);
@@ -242,10 +265,18 @@ EXPORT int dup(int fd)
     return r;
 }
 
+/* dup2/dup3 over a tracked fd close it first. */
+static void before_dup_over(int fd, int to)
+{
+    if (fd != to && to >= 0 && to < MAX_FDS && atomic_load(&g_fds[to].d))
+        RECORD_IF(1, net_last(to));
+}
+
 EXPORT int dup2(int fd, int to)
 {
     RESOLVE(dup2);
     vacate(to);
+    before_dup_over(fd, to);
     int r = real_dup2(fd, to);
     if (r >= 0 && fd != to)
         copy_fd(fd, r);
@@ -256,10 +287,29 @@ EXPORT int dup3(int fd, int to, int flags)
 {
     RESOLVE(dup3);
     vacate(to);
+    before_dup_over(fd, to);
     int r = real_dup3(fd, to, flags);
     if (r >= 0)
         copy_fd(fd, r);
     return r;
+}
+
+/* After a successful fcntl: dups are tracked, a write-lifetime hint is recorded (offset = the
+ * hint), and O_APPEND set or cleared changes what the description's position means. */
+static void after_fcntl(int fd, int cmd, void *arg, int r)
+{
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+        copy_fd(fd, r);
+    } else if (cmd == F_SET_RW_HINT && arg) {
+        RECORD_IF(1, rec_fd(PCSHIM_OP_SET_HINT, fd, *(const uint64_t *)arg, 0, 0, 1));
+    } else if (cmd == F_SETFL && fd >= 0 && fd < MAX_FDS) {
+        struct desc *d = atomic_load(&g_fds[fd].d);
+        if (d) {
+            uint32_t fl = atomic_load(&d->flags);
+            fl = ((uintptr_t)arg & O_APPEND) ? (fl | D_APPEND) & ~(uint32_t)D_EXCL : fl & ~(uint32_t)D_APPEND;
+            atomic_store(&d->flags, fl);
+        }
+    }
 }
 
 #define FCNTL_HOOK(name)                                                    \
@@ -271,9 +321,29 @@ EXPORT int dup3(int fd, int to, int flags)
         void *arg = va_arg(ap, void *);                                     \
         va_end(ap);                                                         \
         int r = real_##name(fd, cmd, arg);                                  \
-        if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))           \
-            copy_fd(fd, r);                                                 \
+        if (r >= 0)                                                         \
+            after_fcntl(fd, cmd, arg, r);                                   \
         return r;                                                           \
     }
 FCNTL_HOOK(fcntl)
 FCNTL_HOOK(fcntl64)
+
+/* ---------- lseek: the description's accounting follows the new position ---------- */
+/* On an exclusive description the safety net runs first (a position beyond what was recorded is
+ * about to be left behind); lseek(fd, 0, SEEK_CUR) moves nothing and costs nothing more. */
+#define LSEEK_HOOK(name)                                                    \
+    EXPORT off_t name(int fd, off_t off, int whence)                        \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        struct desc *d = g_active && !t_guard && fd >= 0 && fd < MAX_FDS && !(off == 0 && whence == SEEK_CUR) \
+                             ? atomic_load_explicit(&g_fds[fd].d, memory_order_relaxed) \
+                             : NULL;                                        \
+        if (d && (atomic_load(&d->flags) & D_EXCL))                         \
+            RECORD_IF(1, struct pc_once pc_ = {0, 0, 0}; net_check(fd, d, 1, &pc_)); \
+        off_t r = real_##name(fd, off, whence);                             \
+        if (d && r >= 0)                                                    \
+            atomic_store(&d->acc, (int64_t)r + (atomic_load(&d->nslots) ? desc_pending(d, 1) : 0)); \
+        return r;                                                           \
+    }
+LSEEK_HOOK(lseek)
+LSEEK_HOOK(lseek64)

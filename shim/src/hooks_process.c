@@ -1,7 +1,9 @@
 /* hooks_process.c: the hooks that make, replace or end processes: fork, vfork, _Fork, clone
- * (a fork record in the parent; the child's fresh logs are lifecycle.c's atfork_child), the exec
- * family (exec record, flush, and an environment that keeps the shim in the new image),
- * posix_spawn(p) (a spawn record), exit, _exit and _Exit (exit record, flush). The raw
+ * (streams and the safety net first, a fork record in the parent; the child's fresh logs are
+ * lifecycle.c's atfork_child), the exec family (the static-program check, the safety net, exec
+ * record, flush, and an environment that keeps the shim in the new image), posix_spawn(p) (the
+ * same checks, a spawn record), system and popen (their child shares the inheritable
+ * descriptions), exit, _exit and _Exit (exit record, flush). The raw
  * syscall(SYS_clone/clone3) form is in hooks_syscall.c; the constructor, destructor and signal
  * handlers in lifecycle.c. */
 #include "shim.h"
@@ -11,11 +13,18 @@
 void rec_fork(pid_t child)
 {
     RECORD_IF(child > 0, add_record(PCSHIM_OP_FORK, -1, (uint64_t)child, 0, 0, 0, 0, 0, 0, 1));
+    if (child > 0 && g_active)
+        desc_share_all(0); /* the child shares every description now */
 }
+
+/* Before a fork: every stream's bytes and the safety net, while this process alone holds them
+ * (the child gets copies of the buffers, already accounted). */
+static void before_fork(void) { RECORD_IF(1, stdio_all(), net_all(1)); }
 
 EXPORT pid_t fork(void)
 {
     RESOLVE(fork);
+    before_fork();
     pid_t r = real_fork();
     rec_fork(r);
     return r;
@@ -35,16 +44,22 @@ static uint64_t program_path(int dirfd, const char *p)
     return h;
 }
 
-static void rec_exec(int dirfd, const char *p)
+/* Before an exec: a statically linked program is warned about; the safety net runs (the stdio
+ * buffers die with this image, so what they hold is not counted); the records are flushed. */
+static void rec_exec(int dirfd, const char *p, int search)
 {
+    check_static(dirfd, p, search, NULL);
+    net_all(0);
     add_record(PCSHIM_OP_EXEC, -1, 0, 0, 0, 0, 0, program_path(dirfd, p), 0, 1);
-    flush_all();
+    flush_all(0);
     end_line(); /* if exec fails, later records still reach the same files */
 }
 
-static void before_exec_at(int dirfd, const char *p) { RECORD_IF(1, rec_exec(dirfd, p)); }
+static void before_exec_at(int dirfd, const char *p, int search) { RECORD_IF(1, rec_exec(dirfd, p, search)); }
 
-static void before_exec(const char *p) { before_exec_at(AT_FDCWD, p); }
+static void before_exec(const char *p) { before_exec_at(AT_FDCWD, p, 0); }
+
+static void before_execp(const char *p) { before_exec_at(AT_FDCWD, p, 1); }
 
 /* The environment a new image gets: `envp` itself when it carries the shim's variables and the
  * shim in LD_PRELOAD, else a copy in `out` (room for MAX_ENV + 6 entries) with them put back
@@ -118,7 +133,7 @@ EXPORT int execvp(const char *p, char *const argv[])
 {
     RESOLVE(execvpe);
     ENV_BUFS;
-    before_exec(p);
+    before_execp(p);
     return real_execvpe(p, argv, FIXED(environ));
 }
 
@@ -126,7 +141,7 @@ EXPORT int execvpe(const char *p, char *const argv[], char *const envp[])
 {
     RESOLVE(execvpe);
     ENV_BUFS;
-    before_exec(p);
+    before_execp(p);
     return real_execvpe(p, argv, FIXED(envp));
 }
 
@@ -181,7 +196,7 @@ EXPORT int execlp(const char *p, const char *arg, ...)
     COLLECT_ARGS(arg, ap, argv, 0, unused);
     (void)unused;
     ENV_BUFS;
-    before_exec(p);
+    before_execp(p);
     return real_execvpe(p, argv, FIXED(environ));
 }
 
@@ -205,29 +220,54 @@ EXPORT int execveat(int dirfd, const char *p, char *const argv[], char *const en
         return -1;
     }
     ENV_BUFS;
-    before_exec_at(dirfd, p);
+    before_exec_at(dirfd, p, 0);
     return real_execveat(dirfd, p, argv, FIXED(envp), flags);
 }
 
 /* ---------- posix_spawn ---------- */
 /* posix_spawn(p): glibc's clone+exec runs inside libc (no hook sees it); the child's new image
  * starts its own shim from the (fixed) environment. The parent records a spawn. */
-#define SPAWN_HOOK(name)                                                    \
+/* Before: the static-program check and the safety net; after: the descriptions the child
+ * inherits (not close-on-exec) are shared with it. */
+static void before_spawn(const char *p, int search) { RECORD_IF(1, check_static(AT_FDCWD, p, search, NULL), net_all(1)); }
+
+#define SPAWN_HOOK(name, search)                                            \
     EXPORT int name(pid_t *pid, const char *p, const posix_spawn_file_actions_t *fa, \
                     const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) \
     {                                                                       \
         RESOLVE(name);                                                      \
         ENV_BUFS;                                                           \
+        before_spawn(p, search);                                            \
         pid_t child = 0;                                                    \
         int r = real_##name(&child, p, fa, attr, argv, FIXED(envp));        \
         if (r == 0 && pid)                                                  \
             *pid = child;                                                   \
         RECORD_IF(r == 0, add_record(PCSHIM_OP_SPAWN, -1, (uint64_t)child, 0, 0, 0, 0, \
                                      program_path(AT_FDCWD, p), 0, 1));     \
+        if (r == 0 && g_active)                                             \
+            desc_share_all(1);                                              \
         return r;                                                           \
     }
-SPAWN_HOOK(posix_spawn)
-SPAWN_HOOK(posix_spawnp)
+SPAWN_HOOK(posix_spawn, 0)
+SPAWN_HOOK(posix_spawnp, 1)
+
+/* system() and popen() spawn their child inside libc (no hook sees it): the descriptions it
+ * inherits are shared with it from then on. */
+EXPORT int system(const char *cmd)
+{
+    RESOLVE(system);
+    if (g_active && cmd)
+        RECORD_IF(1, net_all(1), desc_share_all(1));
+    return real_system(cmd);
+}
+
+EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+    RESOLVE(popen);
+    if (g_active)
+        RECORD_IF(1, net_all(1), desc_share_all(1));
+    return real_popen(cmd, mode);
+}
 
 /* ---------- vfork, _Fork, clone ---------- */
 /* vfork: the child would share the parent's memory and so the shim's buffers and log files;
@@ -238,6 +278,7 @@ EXPORT pid_t vfork(void) { return fork(); }
 EXPORT pid_t _Fork(void)
 {
     RESOLVE(_Fork);
+    before_fork();
     pid_t r = real__Fork();
     if (r == 0)
         atfork_child();
@@ -258,7 +299,7 @@ static int clone_child(void *p)
     atfork_child();
     int status = t.fn(t.arg);
     if (!t_guard)
-        finish(status, 1); /* glibc's clone ends the child with a bare exit system call */
+        finish(status, 1, 0); /* glibc's clone ends the child with a bare exit system call */
     return status;
 }
 
@@ -272,17 +313,20 @@ EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
     if (!g_active || (flags & CLONE_VM))
         return real_clone(fn, stack, flags, arg, ptid, tls, ctid);
     struct clone_tramp t = {fn, arg};
+    before_fork();
     int r = real_clone(clone_child, stack, flags, &t, ptid, tls, ctid);
     rec_fork(r);
     return r;
 }
 
 /* ---------- exit ---------- */
+/* exit runs the atexit handlers, then the destructor (finish), then glibc writes the streams
+ * out. _exit and _Exit end at once, stdio buffers unwritten. Both run their exit path even from
+ * a signal handler that interrupted the shim (the guard held): locks are only tried there. */
 EXPORT void exit(int status)
 {
     RESOLVE(exit);
-    if (!t_guard)
-        on_exit_flush(status, 1);
+    on_exit_flush(status, 1);
     real_exit(status);
     __builtin_unreachable();
 }
@@ -290,8 +334,7 @@ EXPORT void exit(int status)
 EXPORT void _exit(int status)
 {
     RESOLVE(_exit);
-    if (!t_guard)
-        finish(status, 1);
+    finish(status, 1, 0);
     real__exit(status);
     __builtin_unreachable();
 }
@@ -299,8 +342,7 @@ EXPORT void _exit(int status)
 EXPORT void _Exit(int status)
 {
     RESOLVE(_Exit);
-    if (!t_guard)
-        finish(status, 1);
+    finish(status, 1, 0);
     real__Exit(status);
     __builtin_unreachable();
 }

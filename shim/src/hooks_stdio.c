@@ -1,116 +1,14 @@
-/* hooks_stdio.c: stdio, recorded at the stdio call: glibc writes its buffers with internal calls
- * no hook sees, so fwrite, fputs, fputc, putc, fprintf and vfprintf record the bytes they accept
- * (offset = ftello at the call, flags PCSHIM_VIA_STDIO), fopen(64) records an open (after_open,
- * hooks_files.c) and fclose a close. Kept on its own so that a rewrite of stdio capture stays
- * here. */
+/* hooks_stdio.c: the stdio calls that open, close, flush or move streams: fopen(64) and
+ * freopen(64) (an open record, after_open in hooks_files.c), fclose and _IO_fclose (the stream's
+ * bytes accounted exactly, the safety net, a close record: glibc closes the fd internally),
+ * fcloseall, fflush(_unlocked) and _IO_fflush (fflush(NULL): every stream), __overflow (what
+ * putc-style macros call when the buffer is full), fseek, fseeko(64), rewind, fsetpos(64)
+ * (accounted, then re-based on the new position) and __fpurge (buffered bytes dropped: re-based).
+ * The accounting itself is stdio_acct.c's; the calls that put bytes are in hooks_stdio_put.c,
+ * hooks_stdio_print.c, hooks_stdio_wide.c and hooks_stdio_diag.c. */
 #include "shim.h"
 
-/* ---------- stdio: glibc's internal writes bypass the PLT; record at the stdio call ---------- */
-static int64_t stdio_pos(FILE *f)
-{
-    off_t o = ftello(f);
-    return o >= 0 ? o : 0;
-}
-
-#define STDIO_PRE(f)                                                        \
-    int rec = enter();                                                      \
-    int64_t pos = 0;                                                        \
-    int sfd = -1;                                                           \
-    if (rec) {                                                              \
-        int e = errno;                                                      \
-        sfd = fileno(f);                                                    \
-        if (!fd_get(sfd)) {                                                 \
-            leave();                                                        \
-            rec = 0;                                                        \
-        } else                                                              \
-            pos = stdio_pos(f);                                             \
-        errno = e;                                                          \
-    }
-
-#define STDIO_POST(nbytes)                                                  \
-    if (rec) {                                                              \
-        int e = errno;                                                      \
-        if ((nbytes) > 0)                                                   \
-            rec_write(sfd, pos, (ssize_t)(nbytes), 1);                      \
-        errno = e;                                                          \
-        leave();                                                            \
-    }
-
-EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
-{
-    RESOLVE(fwrite);
-    STDIO_PRE(f)
-    size_t r = real_fwrite(p, size, n, f);
-    STDIO_POST(r * size)
-    return r;
-}
-
-EXPORT int fputs(const char *s, FILE *f)
-{
-    RESOLVE(fputs);
-    STDIO_PRE(f)
-    int r = real_fputs(s, f);
-    STDIO_POST(r >= 0 ? strlen(s) : 0)
-    return r;
-}
-
-EXPORT int fputc(int c, FILE *f)
-{
-    RESOLVE(fputc);
-    STDIO_PRE(f)
-    int r = real_fputc(c, f);
-    STDIO_POST(r != EOF ? 1 : 0)
-    return r;
-}
-
-EXPORT int putc(int c, FILE *f)
-{
-    RESOLVE(putc);
-    STDIO_PRE(f)
-    int r = real_putc(c, f);
-    STDIO_POST(r != EOF ? 1 : 0)
-    return r;
-}
-
-EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap)
-{
-    RESOLVE(vfprintf);
-    STDIO_PRE(f)
-    int r = real_vfprintf(f, fmt, ap);
-    STDIO_POST(r > 0 ? r : 0)
-    return r;
-}
-
-EXPORT int fprintf(FILE *f, const char *fmt, ...)
-{
-    RESOLVE(vfprintf);
-    va_list ap;
-    va_start(ap, fmt);
-    STDIO_PRE(f)
-    int r = real_vfprintf(f, fmt, ap);
-    STDIO_POST(r > 0 ? r : 0)
-    va_end(ap);
-    return r;
-}
-
-EXPORT int fclose(FILE *f)
-{
-    RESOLVE(fclose);
-    int fd = f ? fileno(f) : -1;
-    int rec = 0;
-    if (fd >= 0 && enter()) {
-        int e = errno;
-        rec_fd(PCSHIM_OP_CLOSE, fd, 0, 0, 0, 0);
-        errno = e;
-        rec = 1;
-    }
-    fd_forget(fd);
-    int r = real_fclose(f);
-    if (rec)
-        leave();
-    return r;
-}
-
+/* ---------- open ---------- */
 static int mode_flags(const char *m)
 {
     int fl = 0;
@@ -135,3 +33,149 @@ static int mode_flags(const char *m)
     }
 FOPEN_HOOK(fopen)
 FOPEN_HOOK(fopen64)
+
+/* ---------- close ---------- */
+static int fd_of(const FILE *f)
+{
+    return f && ((unsigned)f->_flags & 0xFFFF0000u) == 0xFBAD0000u ? f->_fileno : -1;
+}
+
+/* Before glibc closes f's fd (internally, no hook sees it): the stream's bytes exactly, the
+ * safety net on its description if this is its last fd (with what the stream will still write
+ * out), and the close record. Returns whether the guard was taken (the caller leaves after the
+ * real call). */
+static int before_stream_close(FILE *f)
+{
+    int fd = fd_of(f);
+    if (fd < 0)
+        return 0;
+    struct obs o;
+    int rec = obs_begin(&o, f, OBS_EXACT);
+    if (!rec && !enter())
+        goto forget;
+    int e = errno;
+    if (rec) {
+        if (atomic_load(&o.d->refs) == 1)
+            net_check(fd, o.d, 1, &o.pc);
+        stdio_forget(f, fd);
+    }
+    rec_fd(PCSHIM_OP_CLOSE, fd, 0, 0, 0, 0);
+    errno = e;
+    fd_forget(fd);
+    return 1;
+forget:
+    fd_forget(fd);
+    return 0;
+}
+
+#define FCLOSE_HOOK(name)                                                   \
+    EXPORT int name(FILE *f)                                                \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        int rec = before_stream_close(f);                                   \
+        int r = real_##name(f);                                             \
+        if (rec)                                                            \
+            leave();                                                        \
+        return r;                                                           \
+    }
+FCLOSE_HOOK(fclose)
+FCLOSE_HOOK(_IO_fclose)
+
+#define FREOPEN_HOOK(name)                                                  \
+    EXPORT FILE *name(const char *p, const char *m, FILE *f)                \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        int rec = before_stream_close(f);                                   \
+        int g = t_guard;                                                    \
+        t_guard = 1;                                                        \
+        FILE *r = real_##name(p, m, f);                                     \
+        t_guard = g;                                                        \
+        if (rec)                                                            \
+            leave();                                                        \
+        if (r)                                                              \
+            after_open(fileno(r), mode_flags(m));                           \
+        return r;                                                           \
+    }
+FREOPEN_HOOK(freopen)
+FREOPEN_HOOK(freopen64)
+
+/* glibc's fcloseall writes every stream out (it closes no fd). */
+EXPORT int fcloseall(void)
+{
+    RESOLVE(fcloseall);
+    RECORD_IF(1, stdio_all());
+    return real_fcloseall();
+}
+
+/* ---------- flush points ---------- */
+#define FFLUSH_HOOK(name)                                                   \
+    EXPORT int name(FILE *f)                                                \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        if (!f) {                                                           \
+            RECORD_IF(1, stdio_all());                                      \
+            return real_##name(f);                                          \
+        }                                                                   \
+        struct obs o;                                                       \
+        int rec = obs_begin(&o, f, OBS_EXACT);                              \
+        int r = real_##name(f);                                             \
+        if (rec)                                                            \
+            obs_end(&o, 0);                                                 \
+        return r;                                                           \
+    }
+FFLUSH_HOOK(fflush)
+FFLUSH_HOOK(fflush_unlocked)
+FFLUSH_HOOK(_IO_fflush)
+
+/* putc-style macros call __overflow when the buffer is full (then: exact), and on every byte of
+ * an unbuffered or line-buffered stream (then: the buffer's growth, no system call). */
+EXPORT int __overflow(FILE *f, int c)
+{
+    RESOLVE(__overflow);
+    int full = f && f->_IO_write_ptr >= f->_IO_write_end && f->_IO_write_end > f->_IO_write_base;
+    struct obs o;
+    int rec = obs_begin(&o, f, full ? OBS_EXACT : OBS_CALL);
+    int r = real___overflow(f, c);
+    if (rec)
+        obs_end(&o, c != EOF && r != EOF ? 1 : 0);
+    return r;
+}
+
+/* ---------- seeks: what was put is accounted, then the accounting follows the new position ---------- */
+#define SEEK_HOOK(ret, name, params, args)                                  \
+    EXPORT ret name params                                                  \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        struct obs o;                                                       \
+        int rec = obs_begin(&o, f, OBS_EXACT);                              \
+        ret r = real_##name args;                                           \
+        if (rec)                                                            \
+            obs_end_rebase(&o);                                             \
+        return r;                                                           \
+    }
+SEEK_HOOK(int, fseek, (FILE * f, long off, int whence), (f, off, whence))
+SEEK_HOOK(int, fseeko, (FILE * f, off_t off, int whence), (f, off, whence))
+SEEK_HOOK(int, fseeko64, (FILE * f, off_t off, int whence), (f, off, whence))
+SEEK_HOOK(int, fsetpos, (FILE * f, const fpos_t *pos), (f, pos))
+SEEK_HOOK(int, fsetpos64, (FILE * f, const fpos64_t *pos), (f, pos))
+
+EXPORT void rewind(FILE *f)
+{
+    RESOLVE(rewind);
+    struct obs o;
+    int rec = obs_begin(&o, f, OBS_EXACT);
+    real_rewind(f);
+    if (rec)
+        obs_end_rebase(&o);
+}
+
+/* __fpurge drops the buffer: those bytes are never written (nothing recorded before the call). */
+EXPORT void __fpurge(FILE *f)
+{
+    RESOLVE(__fpurge);
+    struct obs o;
+    int rec = obs_begin(&o, f, OBS_LOOK);
+    real___fpurge(f);
+    if (rec)
+        obs_end_rebase(&o);
+}

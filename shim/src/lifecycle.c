@@ -1,7 +1,8 @@
 /* lifecycle.c: the process image's life: the real-function pointers (declared in shim.h) and their
- * resolution, the constructor (settings from the environment, identity, log files, libunwind,
- * signal handlers, the fork handler, the first module table), the exit path (exit record, flush,
- * final checks, the E line), SIGTERM/SIGINT/SIGHUP, and the fresh logs of a forked child. The
+ * resolution, the constructor (settings from the environment, identity, log files, the inherited
+ * fds, libunwind, signal handlers, the fork handler, the first module table), the exit path
+ * (streams, safety net, exit record, flush, final checks and warnings, the E line),
+ * SIGTERM/SIGINT/SIGHUP/SIGABRT, and the fresh logs of a forked child. The
  * hooks that lead here (exit, _exit, _Exit, _Fork, clone, syscall(SYS_clone)) are in
  * hooks_process.c and hooks_syscall.c. */
 #include "shim.h"
@@ -13,7 +14,7 @@ PCSHIM_REALS(DEF_REAL)
 /* ---------- state ---------- */
 int g_active;
 static int g_exit_recorded;
-static int g_finished;
+atomic_int g_finished;
 char g_dir[PATH_MAX];
 pthread_key_t g_key;
 char g_exe[PATH_MAX];
@@ -23,17 +24,22 @@ char g_self[PATH_MAX];
 char g_env_dir[PATH_MAX + 16], g_env_method[32], g_env_frames[32];
 
 /* ---------- init / exit ---------- */
+/* exit(): every stream's bytes (glibc writes them out after the atexit handlers), the safety
+ * net, the exit record, a flush. Runs even when the guard is held (exit from a signal handler
+ * that interrupted the shim): every lock on this path is only tried. */
 void on_exit_flush(int status, int record)
 {
-    if (!g_active)
+    if (!g_active || atomic_load(&g_finished))
         return;
     int was = t_guard;
     t_guard = 1;
-    if (record)
+    if (record) {
+        stdio_all();
+        net_all(1);
         g_exit_recorded = 1;
-    if (record)
         add_record(PCSHIM_OP_EXIT, -1, (uint64_t)(uint32_t)status, 0, 0, 0, 0, 0, 0, 0);
-    flush_all();
+    }
+    flush_all(0);
     t_guard = was;
 }
 
@@ -44,31 +50,39 @@ void uring_used(void)
         return;
     int was = t_guard;
     t_guard = 1;
-    warn("io_uring: this process set up an io_uring; the I/O it submits through the ring is not recorded");
+    shim_warn("io_uring: this process set up an io_uring; the I/O it submits through the ring is not recorded");
     t_guard = was;
 }
 
+/* io_uring rings still open at exit, set up by a path no hook saw (inline system calls). Raw
+ * system calls and fixed buffers: this may run in a signal handler. */
 static void final_checks(void)
 {
-    /* io_uring rings still open at exit, set up by a path no hook saw (inline system calls). */
-    DIR *d = opendir("/proc/self/fd");
-    if (d) {
-        struct dirent *de;
-        int rings = 0;
-        while ((de = readdir(d))) {
+    int dfd = (int)sc(SYS_openat, AT_FDCWD, (long)"/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (dfd < 0)
+        return;
+    char buf[4096];
+    long got;
+    int rings = 0;
+    while ((got = sc(SYS_getdents64, dfd, (long)buf, sizeof buf, 0)) > 0) {
+        for (long at = 0; at < got;) {
+            struct dirent64 *de = (struct dirent64 *)(buf + at);
+            at += de->d_reclen;
             char link[300], target[128];
-            snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
-            ssize_t n = readlink(link, target, sizeof target - 1);
+            size_t k = put_str(link, 0, sizeof link - 1, "/proc/self/fd/");
+            k = put_str(link, k, sizeof link - 1, de->d_name);
+            link[k] = 0;
+            long n = sc(SYS_readlinkat, AT_FDCWD, (long)link, (long)target, sizeof target - 1);
             if (n > 0) {
                 target[n] = 0;
                 if (strstr(target, "io_uring"))
                     rings++;
             }
         }
-        closedir(d);
-        if (rings)
-            uring_used();
     }
+    sc(SYS_close, dfd, 0, 0, 0);
+    if (rings)
+        uring_used();
 }
 
 void end_line(void)
@@ -80,37 +94,48 @@ void end_line(void)
     txt_line(line, at);
 }
 
-void finish(int status, int record)
+/* The end of the process image: the streams' bytes (when glibc will still write them out:
+ * `streams`), the safety net, the exit record if none yet, the warnings of what stays unseen, a
+ * last flush that keeps every buffer locked (a thread still running records nothing after the E
+ * line), the E line. Runs once; even from a signal handler that interrupted the shim. */
+void finish(int status, int record, int streams)
 {
-    if (!g_active || g_finished)
+    if (!g_active || atomic_load(&g_finished))
         return;
-    if (!record && !g_exit_recorded) {
-        /* Return from main (exit inside libc is not interposable): status unknown, flags = 1. */
-        int was = t_guard;
-        t_guard = 1;
-        add_record(PCSHIM_OP_EXIT, -1, 0, 0, 1, 0, 0, 0, 0, 0);
-        t_guard = was;
-    }
-    g_exit_recorded = 1;
-    on_exit_flush(status, record);
     int was = t_guard;
     t_guard = 1;
-    g_finished = 1;
+    if (streams)
+        stdio_all();
+    net_all(streams);
+    if (!g_exit_recorded) {
+        /* flags = 1: return from main (exit inside libc is not interposable), status unknown */
+        add_record(PCSHIM_OP_EXIT, -1, record ? (uint64_t)(uint32_t)status : 0, 0, record ? 0 : 1, 0, 0, 0, 0, 0);
+        g_exit_recorded = 1;
+    }
+    mmap_final_warnings();
     final_checks();
+    atomic_store(&g_finished, 1);
+    flush_all(1);
     end_line();
     t_guard = was;
 }
 
-static struct sigaction g_old_term, g_old_int, g_old_hup;
+static struct sigaction g_old_term, g_old_int, g_old_hup, g_old_abrt;
 
+/* A fatal signal whose disposition was the default: what is recorded reaches the log and the E
+ * line is written, then the signal is raised again with the default disposition (the status is
+ * unchanged). abort() does not write stdio buffers out: they are not counted. */
 static void on_signal(int sig)
 {
     int saved = errno;
-    if (g_active && !g_finished) {
+    if (g_active && !atomic_load(&g_finished)) {
         int was = t_guard;
         t_guard = 1;
-        flush_all();
-        warn(sig == SIGTERM ? "terminated by SIGTERM" : "terminated by a signal");
+        net_all(0);
+        shim_warn(sig == SIGTERM ? "terminated by SIGTERM" : sig == SIGABRT ? "aborted (SIGABRT)" : "terminated by a signal");
+        mmap_final_warnings();
+        atomic_store(&g_finished, 1);
+        flush_all(1);
         end_line();
         t_guard = was;
     }
@@ -146,8 +171,10 @@ void atfork_child(void)
     }
     sc(SYS_close, g_bin, 0, 0, 0);
     sc(SYS_close, g_txt, 0, 0, 0);
-    g_finished = 0;
+    atomic_store(&g_finished, 0);
     g_exit_recorded = 0;
+    desc_after_fork_child();
+    desc_share_all(0); /* the parent shares every description */
     atomic_store(&g_uring_warned, 0);
     open_logs();
 }
@@ -223,6 +250,7 @@ __attribute__((constructor)) static void pcshim_init(void)
     dl_iterate_phdr(self_cb, (void *)(uintptr_t)&pcshim_init);
     pthread_key_create(&g_key, thread_gone);
     open_logs();
+    learn_inherited();
     if (g_method == M_UNWIND || g_method == M_AUTO) {
         void *h = real_dlopen ? real_dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : NULL;
         if (h) {
@@ -235,7 +263,7 @@ __attribute__((constructor)) static void pcshim_init(void)
                 set_policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
         }
         if (!g_unw_backtrace) {
-            warn("unwind: libunwind.so.8 not found; using the frame-pointer walk instead");
+            shim_warn("unwind: libunwind.so.8 not found; using the frame-pointer walk instead");
         } else {
             void *warm[4];
             g_unw_backtrace(warm, 4);
@@ -244,6 +272,7 @@ __attribute__((constructor)) static void pcshim_init(void)
     install_signal(SIGTERM, &g_old_term);
     install_signal(SIGINT, &g_old_int);
     install_signal(SIGHUP, &g_old_hup);
+    install_signal(SIGABRT, &g_old_abrt);
     pthread_atfork(NULL, NULL, atfork_child);
     segs();
     g_active = 1;
@@ -254,6 +283,6 @@ __attribute__((constructor)) static void pcshim_init(void)
 __attribute__((destructor)) static void pcshim_fini(void)
 {
     int saved = errno;
-    finish(0, 0);
+    finish(0, 0, 1);
     errno = saved;
 }

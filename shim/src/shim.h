@@ -22,12 +22,28 @@
  *                    dlopen/dlclose hooks that mark it stale
  *   stackwalk.c      fp / scan / unwind / auto walkers, the signature and its S/F lines
  *   record.c         records, the fd table, the rec_* helpers of the hooks
+ *   account.c        open file descriptions: what was recorded through each (its logical end),
+ *                    the safety net (position beyond it at close, dup2, exec, fork, exit), the
+ *                    inherited fds learnt at start
+ *   stdio_acct.c     what a stream holds (glibc's FILE read directly, wide characters by their
+ *                    multibyte length), the streams each description remembers, their growth
+ *   stdio_obs.c      stdio accounting: a stream's bytes recorded at each observation point (the
+ *                    buffer's growth since the last one, or the exact file position), all streams
+ *   elfcheck.c       exec of a statically linked program: the W static: warning
  *   lifecycle.c      real-function pointers, init, exit, signals, fork handler, final checks
  *   hooks_write.c    write, pwrite(64), writev, pwritev(64), pwritev2
  *   hooks_files.c    open/creat/close, unlink/rename/truncate/fallocate, fsync family, dup/fcntl
- *   hooks_process.c  exec family, posix_spawn(p), fork/vfork/_Fork/clone, exit/_exit/_Exit
- *   hooks_stdio.c    stdio (fopen, fclose, fwrite, fputs, fputc, putc, fprintf, vfprintf)
- *   hooks_mmap.c     shared file mappings (mmap, munmap, mremap) and msync
+ *                    (F_DUPFD, F_SET_RW_HINT, F_SETFL), lseek
+ *   hooks_process.c  exec family, posix_spawn(p), system, popen, fork/vfork/_Fork/clone,
+ *                    exit/_exit/_Exit
+ *   hooks_stdio.c    stdio streams: fopen, freopen, fclose, fcloseall, fflush, __overflow, the
+ *                    fseek family, __fpurge
+ *   hooks_stdio_put.c  fwrite, fputs, fputc, putc, putchar, puts, putw, their _unlocked and _IO_ forms
+ *   hooks_stdio_print.c  printf, fprintf, vprintf, vfprintf, dprintf, vdprintf and the _chk forms
+ *   hooks_stdio_wide.c   wide output: fputwc, putwc, putwchar, fputws, the wprintf family, __woverflow
+ *   hooks_stdio_diag.c   error, error_at_line, err/warn family, perror, psignal, psiginfo, herror,
+ *                    putpwent/putgrent/putspent/putsgent: measured by the file position
+ *   hooks_mmap.c     shared file mappings (mmap, munmap, mremap) and msync, W mmap: warnings
  *   hooks_aio.c      Linux AIO: io_submit and its iocbs (also used by hooks_syscall.c)
  *   hooks_copy.c     copy_file_range, sendfile(64), splice
  *   hooks_syscall.c  syscall(): write, pwrite64, io_submit, io_uring_setup, clone, clone3
@@ -38,6 +54,12 @@
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
+/* The shim defines stdio functions glibc's headers may provide as inline (putchar, vprintf, the
+ * _unlocked forms, with __USE_EXTERN_INLINES) or as fortified wrappers (_FORTIFY_SOURCE): neither. */
+#undef _FORTIFY_SOURCE
+#ifndef __NO_INLINE__
+#define __NO_INLINE__ 1
 #endif
 #include <dirent.h>
 #include <dlfcn.h>
@@ -64,6 +86,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "pcshim.h"
 
@@ -87,6 +110,8 @@
 #define MAX_MODULES 512    /* auto: per-module frame-pointer verdicts */
 #define FP_SAMPLE 256      /* auto: functions sampled per module */
 #define MAX_ENV 4096       /* exec/spawn: environment entries the shim can rewrite */
+#define MAX_DESCS 4096     /* open file descriptions opened for writing, accounted at once */
+#define DESC_STREAMS 4     /* stdio streams remembered per description */
 
 enum { M_FP = 0, M_SCAN = 1, M_UNWIND = 2, M_AUTO = 3 };
 
@@ -167,7 +192,73 @@ enum { M_FP = 0, M_SCAN = 1, M_UNWIND = 2, M_AUTO = 3 };
     R(int, io_uring_queue_init, unsigned, void *, unsigned)                                         \
     R(int, io_uring_queue_init_params, unsigned, void *, void *)                                    \
     R(int, io_uring_queue_init_mem, unsigned, void *, void *, void *, size_t)                       \
-    R(int, io_uring_setup, unsigned, void *)
+    R(int, io_uring_setup, unsigned, void *)                                                        \
+    R(off_t, lseek, int, off_t, int)                                                                \
+    R(off_t, lseek64, int, off_t, int)                                                              \
+    R(int, system, const char *)                                                                    \
+    R(FILE *, popen, const char *, const char *)                                                    \
+    PCSHIM_STDIO_REALS(R)
+
+/* stdio (hooks_stdio*.c) */
+#define PCSHIM_STDIO_REALS(R)                                                                       \
+    R(size_t, fwrite_unlocked, const void *, size_t, size_t, FILE *)                                \
+    R(size_t, _IO_fwrite, const void *, size_t, size_t, FILE *)                                     \
+    R(int, fputs_unlocked, const char *, FILE *)                                                    \
+    R(int, _IO_fputs, const char *, FILE *)                                                         \
+    R(int, fputc_unlocked, int, FILE *)                                                             \
+    R(int, putc_unlocked, int, FILE *)                                                              \
+    R(int, _IO_putc, int, FILE *)                                                                   \
+    R(int, putchar, int)                                                                            \
+    R(int, putchar_unlocked, int)                                                                   \
+    R(int, puts, const char *)                                                                      \
+    R(int, _IO_puts, const char *)                                                                  \
+    R(int, putw, int, FILE *)                                                                       \
+    R(int, vprintf, const char *, va_list)                                                          \
+    R(int, _IO_vfprintf, FILE *, const char *, va_list)                                             \
+    R(int, __vfprintf_chk, FILE *, int, const char *, va_list)                                      \
+    R(int, __vprintf_chk, int, const char *, va_list)                                               \
+    R(int, vdprintf, int, const char *, va_list)                                                    \
+    R(int, __vdprintf_chk, int, int, const char *, va_list)                                         \
+    R(int, fflush, FILE *)                                                                          \
+    R(int, fflush_unlocked, FILE *)                                                                 \
+    R(int, _IO_fflush, FILE *)                                                                      \
+    R(int, _IO_fclose, FILE *)                                                                      \
+    R(int, fcloseall, void)                                                                         \
+    R(FILE *, freopen, const char *, const char *, FILE *)                                          \
+    R(FILE *, freopen64, const char *, const char *, FILE *)                                        \
+    R(int, fseek, FILE *, long, int)                                                                \
+    R(int, fseeko, FILE *, off_t, int)                                                              \
+    R(int, fseeko64, FILE *, off_t, int)                                                            \
+    R(void, rewind, FILE *)                                                                         \
+    R(int, fsetpos, FILE *, const fpos_t *)                                                         \
+    R(int, fsetpos64, FILE *, const fpos64_t *)                                                       \
+    R(void, __fpurge, FILE *)                                                                       \
+    R(int, __overflow, FILE *, int)                                                                 \
+    R(wint_t, __woverflow, FILE *, wint_t)                                                          \
+    R(wint_t, fputwc, wchar_t, FILE *)                                                              \
+    R(wint_t, putwc, wchar_t, FILE *)                                                               \
+    R(wint_t, fputwc_unlocked, wchar_t, FILE *)                                                     \
+    R(wint_t, putwc_unlocked, wchar_t, FILE *)                                                      \
+    R(wint_t, putwchar, wchar_t)                                                                    \
+    R(wint_t, putwchar_unlocked, wchar_t)                                                           \
+    R(int, fputws, const wchar_t *, FILE *)                                                         \
+    R(int, fputws_unlocked, const wchar_t *, FILE *)                                                \
+    R(int, vfwprintf, FILE *, const wchar_t *, va_list)                                             \
+    R(int, vwprintf, const wchar_t *, va_list)                                                      \
+    R(int, __vfwprintf_chk, FILE *, int, const wchar_t *, va_list)                                  \
+    R(int, __vwprintf_chk, int, const wchar_t *, va_list)                                           \
+    R(void, error, int, int, const char *, ...)                                                     \
+    R(void, error_at_line, int, int, const char *, unsigned int, const char *, ...)                 \
+    R(void, perror, const char *)                                                                   \
+    R(void, psignal, int, const char *)                                                             \
+    R(void, psiginfo, const siginfo_t *, const char *)                                              \
+    R(void, herror, const char *)                                                                   \
+    R(void, vwarn, const char *, va_list)                                                           \
+    R(void, vwarnx, const char *, va_list)                                                          \
+    R(int, putpwent, const void *, FILE *)                                                          \
+    R(int, putgrent, const void *, FILE *)                                                          \
+    R(int, putspent, const void *, FILE *)                                                          \
+    R(int, putsgent, const void *, FILE *)
 
 #define REAL(name) real_##name
 #define DECL_REAL(ret, name, ...) extern ret (*real_##name)(__VA_ARGS__);
@@ -201,9 +292,37 @@ struct segtab {
     struct seg s[MAX_SEGS];
 };
 
+/* What stdio accounting remembers of one stream (FILE) at its last observation (stdio_acct.c). */
+struct sslot {
+    FILE *f;            /* NULL: free */
+    char *wb, *wp;      /* its byte buffer: _IO_write_base, _IO_write_ptr */
+    wchar_t *wwb, *wwp; /* wide streams: the wide buffer's write base and pointer */
+    int64_t wbytes;     /* wide streams: estimated bytes of the wide characters pending */
+    int putting;        /* it was writing (_IO_CURRENTLY_PUTTING) */
+};
+
+/* An open file description of a tracked regular file opened for writing (account.c): shared by
+ * the fds dup'ed from one another. `acc` is its logical end as far as the shim has recorded it:
+ * the file position plus what its streams hold in their buffers, once everything written through
+ * it is recorded. Exclusive (D_EXCL) descriptions were opened by this process image write-only,
+ * not appending, and never shared with another process (fork, posix_spawn): only there is a file
+ * position beyond `acc` known to be this process's unrecorded bytes (the safety net). */
+enum { D_WRITE = 1, D_APPEND = 2, D_RDWR = 4, D_EXCL = 8 };
+struct desc {
+    atomic_int refs;     /* fds referring to it; 0 = free slot */
+    atomic_int lock;     /* 0 or the tid of the holder */
+    _Atomic uint32_t flags;
+    atomic_int nslots;   /* streams attached (a hint: 0 skips the pending sum) */
+    _Atomic int64_t acc; /* logical end accounted */
+    uint32_t gen;        /* walk mark (net_all) */
+    uint64_t dev, ino, path;
+    struct sslot s[DESC_STREAMS];
+};
+
 struct fdinfo {
     _Atomic uint8_t state; /* 0 unknown, 1 tracked regular file, 2 ignored */
     uint64_t dev, ino, path;
+    struct desc *_Atomic d; /* tracked and opened for writing: its description, else NULL */
 };
 
 /* One PC for several records of one call (io_submit, msync over several mappings). */
@@ -235,7 +354,10 @@ extern struct tbuf *_Atomic g_threads[MAX_THREADS];
 extern TLS struct tbuf *t_buf;
 /* record.c: the fd table and the re-entrancy guard */
 extern struct fdinfo g_fds[MAX_FDS];
+extern atomic_int g_fd_hi;
 extern TLS int t_guard;
+/* lifecycle.c: the process image ended (finish): nothing more is recorded */
+extern atomic_int g_finished;
 
 /* ---------- prototypes ---------- */
 /* util.c */
@@ -252,13 +374,15 @@ int abs_path(int dirfd, const char *p, char *out, size_t cap);
 /* logs.c */
 void open_logs(void);
 void txt_line(const char *s, size_t n);
-void warn(const char *msg);
+void shim_warn(const char *msg);
+void warn_once(const char *msg);
 uint64_t intern_path(const char *p);
 void flush_buf(struct tbuf *b);
-void lock_buf(struct tbuf *b);
+int lock_buf(struct tbuf *b, int bounded);
 void unlock_buf(struct tbuf *b);
+void buf_append(struct tbuf *b, const struct pcshim_record *r);
 void thread_gone(void *p);
-void flush_all(void);
+void flush_all(int hold);
 struct tbuf *my_buf(void);
 /* modules.c */
 struct segtab *segs(void);
@@ -271,16 +395,60 @@ void push_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, 
 void add_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
                 uint64_t path, uint64_t aux, int want_pc);
 struct fdinfo *fd_learn(int fd);
+struct fdinfo *fd_opened(int fd, int oflags);
 struct fdinfo *fd_get(int fd);
 void fd_forget(int fd);
 void rec_fd(int op, int fd, uint64_t off, uint64_t len, uint32_t flags, int want_pc);
 void rec_write(int fd, int64_t off, ssize_t ret, uint32_t flags);
 void rec_path(int op, int dirfd, const char *p, uint64_t aux, const struct stat *st);
+/* account.c */
+struct desc *desc_new(uint32_t flags, int64_t acc);
+void desc_release(struct desc *d);
+void desc_lock(struct desc *d);
+int desc_trylock(struct desc *d);
+void desc_unlock(struct desc *d);
+int64_t desc_end(int fd, struct desc *d);
+void desc_moved(int fd, struct desc *d, int64_t cur, int64_t n, struct pc_once *pc);
+void net_check(int fd, struct desc *d, int pending, struct pc_once *pc);
+void net_all(int pending);
+void desc_share_all(int only_inheritable);
+void learn_inherited(void);
+void desc_after_fork_child(void);
+void warn_unplaced(uint64_t bytes, int fd, const char *why);
+/* stdio_acct.c: what a stream holds; stdio_obs.c: an observation of a stream around a hooked call */
+/* CALL: the buffer's growth; EXACT: the file position; BRACKET: the exact end before and after the
+ * call; LOOK: nothing recorded before the call */
+enum { OBS_CALL = 0, OBS_EXACT = 1, OBS_BRACKET = 2, OBS_LOOK = 3 };
+struct obs {
+    FILE *f;
+    int fd;
+    struct desc *d;
+    int64_t before; /* OBS_BRACKET: the description's exact end before the call */
+    int kind;       /* OBS_* (and stdio_acct.c's flags) */
+    struct pc_once pc;
+};
+int stream_ok(const FILE *f);
+int64_t desc_pending(struct desc *d, int with_wide);
+struct sslot *slot_of(struct desc *d, FILE *f, int *fresh);
+int64_t growth(const FILE *f, const struct sslot *s, int fresh);
+void remember(struct sslot *s, const FILE *f);
+int obs_begin(struct obs *o, FILE *f, int kind);
+void obs_end(struct obs *o, int64_t n);
+void obs_end_rebase(struct obs *o);
+int obs_pre(struct obs *o, FILE *f, int kind);
+void obs_post(struct obs *o, int64_t n);
+void stdio_forget(FILE *f, int fd);
+void stdio_all(void);
+int64_t wide_bytes(const wchar_t *s, size_t n);
+/* elfcheck.c */
+void check_static(int dirfd, const char *p, int search, char *const envp[]);
+/* hooks_mmap.c */
+void mmap_final_warnings(void);
 /* lifecycle.c */
 void on_exit_flush(int status, int record);
 void uring_used(void);
 void end_line(void);
-void finish(int status, int record);
+void finish(int status, int record, int streams);
 void atfork_child(void);
 /* hooks_files.c, hooks_process.c, hooks_aio.c: used by other hooks */
 void after_open(int fd, int flags);
