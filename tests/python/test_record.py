@@ -4,6 +4,7 @@ unchanged outputs and exit statuses, and PC signatures (every method) that are s
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -32,10 +33,15 @@ METHODS = ["auto", "fp", "unwind", "scan"]
 FP = ["-O0", "-fno-omit-frame-pointer", "-fno-inline"]
 NO_FP = ["-O2", "-fomit-frame-pointer", "-fno-inline"]
 # name -> (source stem, compiler flags, libraries)
-BUILDS = {"callsites": ("callsites", FP, []), "callsites_nofp": ("callsites", NO_FP, [])}
+BUILDS = {
+    "callsites": ("callsites", FP, []),
+    "callsites_nofp": ("callsites", NO_FP, []),
+    "static_writer": ("static_writer", ["-O2", "-static"], []),
+    "stdioacct": ("stdioacct", ["-O2", "-D_FORTIFY_SOURCE=2"], []),
+}
 LIBS = {"aio": ["-laio"]}
-# programs that need a header of an optional package (Makefile system-deps installs it)
-NEEDS = {"aio": Path("/usr/include/libaio.h")}
+# programs that need a file of an optional package (Makefile system-deps installs it)
+NEEDS = {"aio": Path("/usr/include/libaio.h"), "static_writer": Path("/usr/lib/x86_64-linux-gnu/libc.a")}
 
 
 @pytest.fixture(scope="session")
@@ -353,3 +359,117 @@ def test_overhead_benchmark_runs(tmp_path: Path) -> None:
         f"record --method {m}" for m in ("fp", "unwind", "auto", "scan")
     ]
     assert all(float(line.split()[-4]) > 0 for line in lines[2:])
+
+
+# ---------- exit paths, the safety net, warnings, hints ----------
+RECOVERED, INLINE = 1 << 7, 1 << 8
+
+
+def _written(r: Recorded, name: str) -> list[dict[str, Any]]:
+    return [x for x in r.rows if x["op"] == "write" and r.name(x) == name]
+
+
+def test_sigusr1_handler_exit_keeps_the_records(progs: dict[str, Path], tmp_path: Path) -> None:
+    """A forked child killed by SIGUSR1 whose handler calls _exit (Redis ends its save children
+    so): the signal mostly lands inside the shim (its guard held, maybe its buffer's lock); the
+    exit path still flushes and writes the E line. Before, the guard made _exit skip it and the
+    run warned "records lost" for 2 of 3 children."""
+    r = record(tmp_path, [str(progs["sigusr1"])])
+    assert r.status == 0, r.stderr
+    assert "lost" not in r.stderr
+    parent = r.rows[-1]["pid"]
+    children = {x["pid"] for x in r.rows if x["op"] == "exit" and x["pid"] != parent}
+    assert len(children) == 5
+    for i in range(5):
+        rows = _written(r, f"u{i}.dat")
+        size = (tmp_path / f"u{i}.dat").stat().st_size
+        got = sum(x["len"] for x in rows)
+        # the write the signal interrupted may be recorded by the safety net (recovered) or,
+        # when the signal lands between its accounting and its record, not at all
+        assert size - 3 <= got <= size, (i, got, size)
+        assert {x["offset"] for x in rows} >= set(range(0, size - 3, 3)) or got == size
+
+
+def test_abort_keeps_the_records(progs: dict[str, Path], tmp_path: Path) -> None:
+    r = record(tmp_path, [str(progs["abort"])])
+    assert r.status == 128 + 6
+    assert [(x["offset"], x["len"]) for x in _written(r, "a.dat")] == [(4 * i, 4) for i in range(10)]
+    assert "lost" not in r.stderr and "aborted (SIGABRT)" in r.stderr
+
+
+def test_exit_from_another_thread_while_threads_write(progs: dict[str, Path], tmp_path: Path) -> None:
+    """exit() in one thread while three pwrite and one fputs in loops: a clean end (E line, no
+    torn record), and what was recorded is whole: each writer's records are contiguous from its
+    start (no buffer lost in between) and lie inside what reached the file."""
+    r = record(tmp_path, [str(progs["exitthread"])])
+    assert r.status == 3, r.stderr
+    assert "lost" not in r.stderr
+    size = (tmp_path / "x.dat").stat().st_size
+    by_third: dict[int, list[int]] = {}
+    for x in _written(r, "x.dat"):
+        assert x["len"] == 8
+        by_third.setdefault(x["offset"] // 8_000_000, []).append(x["offset"])
+    assert sorted(by_third) == [0, 1, 2]
+    for third, offsets in by_third.items():
+        base = third * 8_000_000
+        assert sorted(offsets) == list(range(base, base + 8 * len(offsets), 8))
+        assert base + 8 * len(offsets) <= size
+    lines = sorted((x["offset"], x["len"]) for x in _written(r, "s.txt"))
+    got = sum(n for _, n in lines)
+    assert got > 0 and got <= (tmp_path / "s.txt").stat().st_size
+    starts = [0, *itertools.accumulate(n for _, n in lines)][:-1]
+    assert [off for off, _ in lines] == starts, (
+        "the stream's records tile its bytes from 0: none twice, none missing"
+    )
+
+
+def test_static_programs_are_warned_about(progs: dict[str, Path], tmp_path: Path) -> None:
+    if "static_writer" not in progs:
+        pytest.skip("no static libc (libc6-dev) to link a static program")
+    r = record(tmp_path, [str(progs["runstatic"]), str(progs["static_writer"]), "true"])
+    assert r.status == 0, r.stderr
+    assert (tmp_path / "sw.dat").read_bytes() == b"static"
+    assert f"static: {progs['static_writer']}" in r.stderr
+    assert r.stderr.count("static:") == 1, "posix_spawn and execv of one program: one warning"
+    assert "static: /usr/bin/true" not in r.stderr and not _written(r, "sw.dat")
+
+
+def test_unsynced_shared_mappings_are_warned_about(progs: dict[str, Path], tmp_path: Path) -> None:
+    r = record(tmp_path, [str(progs["mmapwarn"])])
+    assert r.status == 0 and r.stdout == "mmapwarn ok\n", r.stderr
+    pg = os.sysconf("SC_PAGESIZE")
+    assert f"mmap: {3 * pg} {tmp_path / 'm.dat'}" in r.stderr
+    assert f"mmap: {pg} {tmp_path / 'o.dat'}" in r.stderr
+    assert "n.dat" not in r.stderr, "an msync'ed mapping is not warned about"
+    assert [(x["offset"], x["len"]) for x in _written(r, "n.dat")] == [(0, 2 * pg)]
+
+
+def test_safety_net_recovers_unseen_writes(progs: dict[str, Path], tmp_path: Path) -> None:
+    """Raw system calls no hook sees: on a write-only fd opened here the file position tells
+    where they went: recovered at the next write (before it), at an lseek, at dup2 over the fd;
+    the hole an lseek leaves is not a write; a read-write fd and a read-only one give nothing."""
+    r = record(tmp_path, [str(progs["netraw"])])
+    assert r.status == 0, r.stderr
+    got = [(x["offset"], x["len"], x["flags"]) for x in _written(r, "r.dat")]
+    assert got == [(0, 5, 0), (5, 6, RECOVERED), (11, 3, 0), (14, 4, RECOVERED), (118, 2, 0)]
+    assert (tmp_path / "r.dat").stat().st_size == 120
+    rec = [x for x in _written(r, "r.dat") if x["flags"] & RECOVERED]
+    assert all(x["pc"] for x in rec) and rec[0]["pc"] == _written(r, "r.dat")[2]["pc"], (
+        "recovered at a write: that write's call path"
+    )
+    assert [(x["offset"], x["len"], x["flags"]) for x in _written(r, "q.dat")] == [(0, 9, RECOVERED)]
+    assert not _written(r, "i.dat") and "lost" not in r.stderr
+
+
+def test_write_hints_are_recorded(progs: dict[str, Path], tmp_path: Path) -> None:
+    r = record(tmp_path, [str(progs["hint"])])
+    assert r.status == 0, r.stderr
+    if r.stdout == "hint unsupported\n":
+        pytest.skip("the kernel refuses F_SET_RW_HINT")
+    hints = [(r.name(x), x["offset"]) for x in r.rows if x["op"] == "set_hint"]
+    assert hints == [("h.dat", 2), ("k.dat", 4)]
+    for name in ("h.dat", "k.dat"):
+        ops = [x["op"] for x in r.rows if r.name(x) == name]
+        assert ops == ["open", "set_hint", "write", "close"]
+        (hint,) = [x for x in r.rows if r.name(x) == name and x["op"] == "set_hint"]
+        assert hint["pc"] and hint["ino"] == (tmp_path / name).stat().st_ino
