@@ -335,3 +335,37 @@ fn a_program_that_does_not_fit_the_aged_file_system_is_refused_clearly() {
     assert!(e.contains("aged") && e.contains("--age"), "{e}");
     assert!(!dir.path().join("o.parquet").exists());
 }
+
+/// Files written, closed and written back later take exactly their blocks from the goal group
+/// on (ext4's NOPREALLOC for files no one has open), so an aged file system fills the groups
+/// after its first and leaves the first group — the one holding the flex group's metadata — for
+/// last, as a real ext4 aged with the same plan does (docs/FSMODEL.md, validation).
+#[test]
+fn aging_fills_the_groups_after_the_first_and_leaves_the_first_for_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = 367_491; // the `medium` preset's file system: 12 groups
+    let input = dir.path().join("t.file.parquet");
+    write_events(&input, &program(2), &paths(8), "test").unwrap();
+    let mut opts = MapOptions::from_mount_opts(cap, "discard").unwrap();
+    opts.age = spec(0.9, 0);
+    let out = dir.path().join("o.parquet");
+    map_file_trace(&input, &out, &opts, &mut |_, _| true).unwrap();
+    let mut r = BlockTraceReader::open(&out).unwrap();
+    let aged = r.meta().aged.unwrap();
+    let (mut used, mut buf, mut rows) = (vec![0u64; 12], Vec::new(), 0u64);
+    while rows < aged.rows && r.next_batch(&mut buf).unwrap() {
+        for q in buf.iter().take((aged.rows - rows) as usize) {
+            for l in q.lpn..q.lpn + q.pages as u64 {
+                used[(l / 32_768) as usize] += 1;
+            }
+        }
+        rows += buf.len() as u64;
+    }
+    let free = |g: usize| 32_768u64.min(cap - g as u64 * 32_768) - used[g];
+    let middle: u64 = (1..9).map(free).sum::<u64>() / 8;
+    assert!(
+        free(0) > 8 * middle.max(64),
+        "free per group: {:?}",
+        (0..12).map(free).collect::<Vec<_>>()
+    );
+}
