@@ -84,3 +84,8 @@ def test_the_aging_plan_is_the_models(tmp_path: Path) -> None:
     ops = {op["op"] for op in plan}
     assert ops == {"create", "delete", "sync"}
     assert all(not op["path"].startswith("/") for op in plan if "path" in op)
+
+
+def test_record_takes_age_only_with_block() -> None:
+    run = invoke("record", "--age", "0.5", "--", "true")
+    assert_user_error(run, 2, "--age", "--block")

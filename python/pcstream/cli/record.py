@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from pcstream.cli._common import SIZE, SIZE_HELP, epilog
+from pcstream import mapping
+from pcstream.cli._common import SIZE, SIZE_HELP, aging_options, epilog
 from pcstream.record import blockcapture, filetrace
 
 BLOCK_DEFAULT_OUT = "record-block"
@@ -98,6 +99,7 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
     metavar="OPTS",
     help="--block: mount options of the ext4 (default discard,noatime, as the model assumes).",
 )
+@aging_options
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def command(
     output: str | None,
@@ -110,6 +112,9 @@ def command(
     block: bool,
     capacity: int | None,
     mount_opts: str | None,
+    age: float | None,
+    age_seed: int,
+    age_churn: int,
     cmd: tuple[str, ...],
 ) -> int:
     """Run CMD with the pcshim LD_PRELOAD shim, then convert what it logged into one file-level
@@ -138,12 +143,12 @@ def command(
             warn(static)
         status, summary = blockcapture.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
-            symbol_dirs=dirs,
+            symbol_dirs=dirs, age=mapping.Aging(age, age_seed, age_churn) if age is not None else None,
         )  # fmt: skip
         click.echo(blockcapture.summary_line(blockcapture.Outputs.at(where), summary), err=True)
         return status
-    if capacity is not None or mount_opts is not None:
-        raise click.UsageError("--capacity and --mount-opts need --block")
+    if capacity is not None or mount_opts is not None or age is not None:
+        raise click.UsageError("--capacity, --mount-opts and --age need --block")
     out = Path(output or "trace.parquet")
     status, summary = filetrace.record(
         list(cmd),
