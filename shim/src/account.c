@@ -107,12 +107,40 @@ void desc_moved(int fd, struct desc *d, int64_t cur, int64_t n, struct pc_once *
 }
 
 /* ---------- the safety net ---------- */
+/* An appending description opened here and never shared: the file's end beyond what was recorded
+ * through it is reported, not recorded (another process appending to the same file moves the end
+ * too, so those bytes cannot be placed as this process's). Once per description. */
+static void net_append(int fd, struct desc *d, int pending)
+{
+    struct stat st;
+    if (!desc_trylock(d))
+        return;
+    if (sc(SYS_fstat, fd, (long)&st, 0, 0) == 0) {
+        int64_t end = st.st_size + (pending && atomic_load(&d->nslots) ? desc_pending(d, 1) : 0);
+        int64_t acc = atomic_load(&d->acc);
+        if (end > acc) {
+            warn_unplaced((uint64_t)(end - acc), fd,
+                          "the end of this appended file moved past what was recorded through it (unseen "
+                          "appends of this process, or another writer's)");
+            atomic_store(&d->acc, end);
+        }
+    }
+    desc_unlock(d);
+}
+
 /* fd's description is being closed, replaced, repositioned or left behind: if it is exclusive,
  * every byte between its accounted end and its file position (plus, when `pending`, what its
  * streams still hold and will write) was written by this process without being recorded. */
 void net_check(int fd, struct desc *d, int pending, struct pc_once *pc)
 {
-    if (!d || !(atomic_load(&d->flags) & D_EXCL) || !desc_trylock(d))
+    if (!d)
+        return;
+    uint32_t fl = atomic_load(&d->flags);
+    if ((fl & (D_APPEND | D_OWN)) == (D_APPEND | D_OWN)) {
+        net_append(fd, d, pending);
+        return;
+    }
+    if (!(fl & D_EXCL) || !desc_trylock(d))
         return;
     int64_t pos = sc(SYS_lseek, fd, 0, SEEK_CUR, 0);
     if (pos >= 0) {
@@ -151,11 +179,11 @@ void desc_share_all(int only_inheritable)
     int hi = atomic_load(&g_fd_hi);
     for (int fd = 0; fd <= hi && fd < MAX_FDS; fd++) {
         struct desc *d = atomic_load_explicit(&g_fds[fd].d, memory_order_relaxed);
-        if (!d || !(atomic_load(&d->flags) & D_EXCL))
+        if (!d || !(atomic_load(&d->flags) & (D_EXCL | D_OWN)))
             continue;
         if (only_inheritable && (sc(SYS_fcntl, fd, F_GETFD, 0, 0) & FD_CLOEXEC))
             continue;
-        atomic_fetch_and(&d->flags, ~(uint32_t)D_EXCL);
+        atomic_fetch_and(&d->flags, ~(uint32_t)(D_EXCL | D_OWN));
     }
 }
 

@@ -78,8 +78,11 @@ static struct fdinfo *fd_learn_as(int fd, int oflags)
             acc = sc(SYS_lseek, fd, 0, SEEK_CUR, 0);
         } else if (fl & O_APPEND) {
             acc = st.st_size; /* where appended bytes go (an estimate: others may append) */
+            df |= D_OWN;
         } else if ((fl & O_ACCMODE) == O_WRONLY) {
-            df |= D_EXCL;
+            df |= D_EXCL | D_OWN;
+        } else {
+            df |= D_OWN;
         }
         d = desc_new(df, acc < 0 ? 0 : acc);
         if (d) {

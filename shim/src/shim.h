@@ -307,7 +307,7 @@ struct sslot {
  * it is recorded. Exclusive (D_EXCL) descriptions were opened by this process image write-only,
  * not appending, and never shared with another process (fork, posix_spawn): only there is a file
  * position beyond `acc` known to be this process's unrecorded bytes (the safety net). */
-enum { D_WRITE = 1, D_APPEND = 2, D_RDWR = 4, D_EXCL = 8 };
+enum { D_WRITE = 1, D_APPEND = 2, D_RDWR = 4, D_EXCL = 8, D_OWN = 16 /* opened by this image, never shared */ };
 struct desc {
     atomic_int refs;     /* fds referring to it; 0 = free slot */
     atomic_int lock;     /* 0 or the tid of the holder */

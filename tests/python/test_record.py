@@ -447,7 +447,8 @@ def test_unsynced_shared_mappings_are_warned_about(progs: dict[str, Path], tmp_p
 def test_safety_net_recovers_unseen_writes(progs: dict[str, Path], tmp_path: Path) -> None:
     """Raw system calls no hook sees: on a write-only fd opened here the file position tells
     where they went: recovered at the next write (before it), at an lseek, at dup2 over the fd;
-    the hole an lseek leaves is not a write; a read-write fd and a read-only one give nothing."""
+    the hole an lseek leaves is not a write; a read-write fd and a read-only one give nothing; an
+    appending one a W unplaced: line."""
     r = record(tmp_path, [str(progs["netraw"])])
     assert r.status == 0, r.stderr
     got = [(x["offset"], x["len"], x["flags"]) for x in _written(r, "r.dat")]
@@ -459,6 +460,9 @@ def test_safety_net_recovers_unseen_writes(progs: dict[str, Path], tmp_path: Pat
     )
     assert [(x["offset"], x["len"], x["flags"]) for x in _written(r, "q.dat")] == [(0, 9, RECOVERED)]
     assert not _written(r, "i.dat") and "lost" not in r.stderr
+    # appended: the 4 unseen bytes are known, but another writer could have appended them
+    assert [(x["offset"], x["len"], x["flags"]) for x in _written(r, "a.log")] == [(0, 3, 0)]
+    assert f"unplaced: 4 {tmp_path / 'a.log'}: the end of this appended file" in r.stderr
 
 
 def test_write_hints_are_recorded(progs: dict[str, Path], tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
  * `syscall` instructions): "hello" (seen), "WORLD!" (raw), "abc" (seen), "wxyz" (raw), then
  * lseek 100 bytes ahead (a hole, not a write), "zz" (seen), close. q.dat gets 9 raw bytes and is
  * replaced by dup2. i.dat is opened read-write, gets 7 raw bytes (not recoverable: its position
- * could move by reads). d.dat is read only. Exits 0. */
+ * could move by reads). a.log is appended to: "one" (seen), "two!" (raw), close: its 4 unseen
+ * bytes are reported, not recorded (another writer could have appended them). d.dat is read
+ * only. Exits 0. */
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,6 +35,10 @@ int main(void)
     if (raw_write(i, "1234567", 7) != 7)
         return 1;
     close(i);
+    int a = open("a.log", O_CREAT | O_WRONLY | O_APPEND | O_TRUNC, 0644);
+    if (write(a, "one", 3) != 3 || raw_write(a, "two!", 4) != 4)
+        return 1;
+    close(a);
     char b[4];
     int d = open("r.dat", O_RDONLY);
     if (read(d, b, 4) != 4)
