@@ -93,9 +93,11 @@ def test_report_files_exist_and_the_page_references_only_them(report: tuple[Path
     out, _lines, stderr = report
     index = out / "index.html"
     assert f"report: {index}" in stderr
-    expected = {f"{kind}-small.png" for kind in ("waf", "iops", "stream0")} | {
-        f"{kind}-{trace}-small.png" for kind in ("lifetimes", "latency") for trace in ("zipf", "mix")
-    }
+    expected = (
+        {f"{kind}-small.png" for kind in ("waf", "iops", "stream0")}
+        | {f"{kind}-{trace}-small.png" for kind in ("lifetimes", "latency") for trace in ("zipf", "mix")}
+        | {"answer-small-discard.png"}
+    )
     drawn = {path.name for path in (out / "figures").iterdir()}
     assert drawn == expected
     for name in drawn:
@@ -339,7 +341,7 @@ def test_report_opens_in_headless_chromium(report: tuple[Path, list, str], tmp_p
     assert body is not None, run.stdout[:500]
     attrs = dict(re.findall(r'data-(\w+)="([^"]*)"', body.group(1)))
     assert attrs.get("broken") == "[]", attrs
-    assert int(attrs["images"]) == len(list((out / "figures").iterdir())) == 7
+    assert int(attrs["images"]) == len(list((out / "figures").iterdir())) == 8
 
 
 def test_the_browser_check_catches_a_missing_image(report: tuple[Path, list, str], tmp_path: Path) -> None:
@@ -353,3 +355,20 @@ def test_the_browser_check_catches_a_missing_image(report: tuple[Path, list, str
     finally:
         page.unlink()
     assert any("figures/none.png" in line for line in console_lines(run.stderr)), run.stderr[-2000:]
+
+
+def test_the_page_opens_with_the_answer(report: tuple[Path, list, str]) -> None:
+    """The first section is the workload × policy heatmap of WAF / baseline per discard mode."""
+    out, _lines, _stderr = report
+    text = (out / "index.html").read_text()
+    first = text.index('<section id="answer">')
+    assert first < text.index('<section id="parameters">') < text.index('<section id="results">')
+    assert "figures/answer-small-discard.png" in text[first : text.index("</section>", first)]
+
+
+def test_discard_modes_come_from_the_suites_names() -> None:
+    from pcstream.report.data import discard_mode, modes
+
+    assert discard_mode("traces/rocksdb-ur.parquet") == "discard"
+    assert discard_mode("traces/rocksdb-ur.nodiscard.parquet") == "nodiscard"
+    assert modes(["a.parquet", "b.nodiscard.parquet"]) == ["nodiscard", "discard"]

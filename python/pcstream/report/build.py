@@ -8,9 +8,10 @@ import platform
 from collections.abc import Sequence
 from typing import Any
 
+from pcstream import diagnose
 from pcstream.compare.jobs import Outcome
 from pcstream.report import figures, html
-from pcstream.report.data import RunInfo, Sweep, pc_tables, sweep, trace_labels
+from pcstream.report.data import RunInfo, Sweep, discard_mode, modes, pc_tables, sweep, trace_labels
 from pcstream.report.results import JSONL, PARQUET, write_results
 
 INDEX = "index.html"
@@ -99,7 +100,7 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
     labels = trace_labels(data.traces)
     names = _Names()
     ok = sum(1 for row in data.rows if row.ok)
-    sections = [parameters_section(data, info, labels)]
+    sections = [answer_section(data, fig_dir, names), parameters_section(data, info, labels)]
     if data.failures():
         failed = html.Section("failures", f"Failures ({len(data.failures())})")
         failed.body.append(html.failures_list(data.failures(), labels))
@@ -199,6 +200,39 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
     with open(index, "w", encoding="utf-8") as handle:
         handle.write(text)
     return index
+
+
+def answer_section(data: Sweep, fig_dir: str, names: _Names) -> html.Section:
+    """The answer first: per SSD and discard mode, which policy gives the lowest WAF on each
+    workload, relative to the baseline; and a warning where GC had little to do."""
+    answer = html.Section("answer", "Which placement wins")
+    answer.body.append(
+        "<p class=\"note\">Each cell: the policy's WAF divided by the baseline's on that workload "
+        "(below 1 is better; green saves writes, red costs them); the best policy of each workload is "
+        "framed (the oracle, which knows the future, is the bound they are measured against). Row "
+        "labels give the baseline's own WAF: near 1 means GC had little to do there, and no placement "
+        "can save much.</p>"
+    )
+    for ssd in data.ssds:
+        for mode in modes(data.traces):
+            traces = [t for t in data.traces if discard_mode(t) == mode]
+            answer.body += _figure(
+                figures.heatmap(
+                    data,
+                    ssd,
+                    traces,
+                    fig_dir,
+                    names("answer", ssd, mode),
+                    f"WAF / baseline · ssd {ssd} · {mode}",
+                ),
+                f"WAF relative to the baseline, workloads mapped with {mode}, ssd {ssd}",
+            )
+    note = diagnose.little_gc_note([row.result for row in data.rows if row.result is not None])
+    if note:
+        answer.body.append(f'<p class="warning">Warning: {html.esc(note)}.</p>')
+    if len(answer.body) == 1:
+        answer.body.append('<p class="note">No baseline run: nothing to compare against.</p>')
+    return answer
 
 
 def parameters_section(data: Sweep, info: RunInfo, labels: dict[str, str]) -> html.Section:

@@ -109,6 +109,22 @@ def sweep(outcomes: Sequence[Outcome]) -> Sweep:
     )
 
 
+def discard_mode(trace: str) -> str:
+    """The discard mode a trace was mapped with, from the suite's naming (``NAME.nodiscard.parquet``
+    for ``nodiscard``, ``NAME.fstrim.parquet`` for periodic trims); ``discard`` otherwise."""
+    name = os.path.basename(trace)
+    for mode in ("nodiscard", "fstrim"):
+        if f".{mode}." in name:
+            return mode
+    return "discard"
+
+
+def modes(traces: Sequence[str]) -> list[str]:
+    """The discard modes of ``traces``, in a fixed order."""
+    found = {discard_mode(t) for t in traces}
+    return [m for m in ("nodiscard", "discard", "fstrim") if m in found]
+
+
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 

@@ -17,6 +17,8 @@ from matplotlib.ticker import FuncFormatter, NullLocator
 from pcstream.report.data import BASELINE, Box, Row, Sweep, lifetime_boxes, trace_labels
 
 DPI = 100
+# The future-knowledge bound: shown, never framed as the winner.
+ORACLE = "oracle"
 # PNG metadata: leave out the software version so equal sweeps give byte-identical figures.
 PNG_METADATA = {"Software": None}
 
@@ -118,6 +120,60 @@ def waf(sweep: Sweep, ssd: str, out_dir: str, name: str) -> str | None:
         ylabel="WAF",
         reference=1.0,
     )
+
+
+def heatmap(sweep: Sweep, ssd: str, traces: Sequence[str], out_dir: str, name: str, title: str) -> str | None:
+    """Workloads (rows) × policies (columns), each cell the policy's WAF / the baseline's WAF on
+    that workload (green below 1: better), the best of each row framed; each row label carries the
+    baseline WAF, and a workload whose GC copied little is marked. None without a baseline."""
+    if not sweep.has_baseline or not traces:
+        return None
+    from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.patches import Rectangle
+
+    from pcstream import diagnose
+
+    labels = trace_labels(sweep.traces)
+    policies = [p for p in sweep.policies if p != BASELINE]
+    grid: list[list[float | None]] = []
+    row_labels = []
+    for trace in traces:
+        base = sweep.row(trace, ssd, BASELINE)
+        cells = []
+        for policy in policies:
+            row = sweep.row(trace, ssd, policy)
+            cells.append(row.waf_norm if row is not None and row.ok else None)
+        grid.append(cells)
+        if base is not None and base.ok:
+            quiet = " · little GC" if diagnose.little_gc(base.result or {}) else ""
+            row_labels.append(f"{labels[trace]} (base {base.number('waf') or 0:.2f}){quiet}")
+        else:
+            row_labels.append(f"{labels[trace]} (no baseline)")
+    values = [v for cells in grid for v in cells if v is not None]
+    if not values:
+        return None
+    spread = max(0.02, max(abs(v - 1.0) for v in values))
+    norm = TwoSlopeNorm(vcenter=1.0, vmin=1.0 - spread, vmax=1.0 + spread)
+    cmap = colormaps["RdYlGn_r"]
+    fig = Figure(figsize=(2.6 + 0.85 * len(policies), 1.0 + 0.34 * len(traces)), layout="constrained")
+    ax = fig.subplots()
+    masked = [[(v if v is not None else float("nan")) for v in cells] for cells in grid]
+    ax.imshow(masked, cmap=cmap, norm=norm, aspect="auto")
+    for i, cells in enumerate(grid):
+        # The oracle is a bound, not a placement a device can run: the best real policy is framed.
+        present = [v for v, p in zip(cells, policies) if v is not None and p != ORACLE]
+        best = min(present) if present else None
+        for j, v in enumerate(cells):
+            text = "—" if v is None else f"{v:.2f}"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7.5)
+            if v is not None and v == best and v < 1.0 and policies[j] != ORACLE:
+                ax.add_patch(
+                    Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, linewidth=1.8, edgecolor="black")
+                )
+    ax.set_xticks(range(len(policies)), policies, rotation=35, ha="right", fontsize=8)
+    ax.set_yticks(range(len(traces)), row_labels, fontsize=8)
+    ax.set_title(title, loc="left", fontsize=10)
+    return _save(fig, out_dir, name)
 
 
 def iops(sweep: Sweep, ssd: str, out_dir: str, name: str) -> str | None:
