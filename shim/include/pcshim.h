@@ -59,7 +59,9 @@ enum pcshim_op {
 
 /* flags of PCSHIM_OP_WRITE: how the bytes reached the file (0 = a write/pwrite/writev call). */
 enum pcshim_write_via {
-    PCSHIM_VIA_STDIO = 1u << 0,    /* fwrite/fprintf/...: at the stdio call, offset = ftello */
+    PCSHIM_VIA_STDIO = 1u << 0,    /* a stdio stream's bytes, accounted per stream when they enter its
+                                    * buffer (at the call that put them, or at the next flush point),
+                                    * offset = where the stream's position puts them */
     PCSHIM_VIA_MSYNC = 1u << 1,    /* msync of a shared writable file mapping: the synced range */
     PCSHIM_VIA_AIO = 1u << 2,      /* io_submit (libaio or syscall()): one record per write iocb, at submission */
     PCSHIM_VIA_COPY = 1u << 3,     /* copy_file_range into this file */

@@ -205,6 +205,9 @@ void stdio_all(void)
         FILE *f = _IO_iter_file(it);
         if (!f || !stream_ok(f) || f->_fileno < 0 || !f->_lock)
             continue;
+        struct fdinfo *e = fd_get(f->_fileno);
+        if (!e || !atomic_load_explicit(&e->d, memory_order_relaxed))
+            continue; /* not a file written here (stdin, a pipe, a tty): never waited for */
         /* a thread inside a call on f finishes it first (bounded: a thread stopped with the lock
          * held, or this very thread interrupted, is not waited for) */
         int got = 0;
