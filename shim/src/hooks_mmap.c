@@ -3,7 +3,8 @@
  * MAP_FIXED keep the table right, and msync of a range is recorded as a write of the tracked part
  * of it (flags PCSHIM_VIA_MSYNC), one record per mapping, all with the PC of the msync call.
  * Stores never msync'ed are not seen: a mapping unmapped, or still mapped at the end, that no
- * msync touched gives "W mmap: <bytes> <path>" (once per path and size). */
+ * msync touched gives "W mmap: <bytes> <path>" (once per path and size; not for POSIX shared
+ * memory, /dev/shm). */
 #include "shim.h"
 
 /* ---------- shared file mappings: msync of a range is recorded as a write of that range ---------- */
@@ -116,8 +117,10 @@ static void maps_add(uintptr_t lo, uintptr_t hi, uint64_t off, const struct fdin
     pthread_mutex_lock(&g_map_mu);
     maps_cut(lo, hi);
     int full = g_nmaps == MAX_MAPS;
+    /* POSIX shared memory (shm_open: files in /dev/shm) is memory, not storage: never warned about */
+    int shm = !strncmp(path, "/dev/shm/", 9);
     if (!full)
-        g_maps[g_nmaps++] = (struct fmap){lo, hi, off, e->dev, e->ino, e->path, 0};
+        g_maps[g_nmaps++] = (struct fmap){lo, hi, off, e->dev, e->ino, e->path, shm};
     if (path[0]) {
         int i = 0;
         while (i < MAP_PATHS && g_map_paths[i].h && g_map_paths[i].h != e->path)
