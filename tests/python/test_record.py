@@ -88,11 +88,13 @@ class Recorded:
 
 
 def record(cwd: Path, cmd: list[str], *opts: str) -> Recorded:
+    """`pcstream record` with one row per write (--no-coalesce; `opts` can still say --coalesce):
+    these tests check the shim's records themselves."""
     trace = cwd / "trace.parquet"
     if trace.exists():
         trace.unlink()
     proc = subprocess.run(
-        [sys.executable, "-m", "pcstream", "record", "-o", str(trace), *opts, "--", *cmd],
+        [sys.executable, "-m", "pcstream", "record", "-o", str(trace), "--no-coalesce", *opts, "--", *cmd],
         cwd=cwd,
         capture_output=True,
         text=True,

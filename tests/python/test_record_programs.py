@@ -11,7 +11,6 @@ the program wrote is covered. Each test skips, with the reason, when its program
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,19 +27,8 @@ pytestmark = [
 RECOVERED, INLINE = 1 << 7, 1 << 8
 
 
-def _no_coalesce() -> tuple[str, ...]:
-    """One row per write when this pcstream can say so (coalescing keeps the bytes anyway)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "pcstream", "record", "--help"], capture_output=True, text=True
-    ).stdout
-    return ("--no-coalesce",) if "--no-coalesce" in out else ()
-
-
-NO_COALESCE = _no_coalesce()
-
-
 def run(tmp: Path, script: str, shell: str = "sh") -> Recorded:
-    r = record(tmp, [shell, "-c", script], *NO_COALESCE)
+    r = record(tmp, [shell, "-c", script])
     assert r.status == 0, r.stderr
     assert "lost" not in r.stderr, r.stderr
     return r
@@ -151,7 +139,7 @@ def test_python_print(tmp_path: Path) -> None:
         "    for i in range(100):\n"
         "        g.write(bytes(range(256)) * 3)\n"
     )
-    r = record(tmp_path, [sys.executable, "-c", script], *NO_COALESCE)
+    r = record(tmp_path, [sys.executable, "-c", script])
     assert r.status == 0 and "lost" not in r.stderr, r.stderr
     assert_exact(r, tmp_path, "py.txt", "bin.dat")
 
@@ -165,7 +153,7 @@ def test_fortified_stdio_program(progs: dict[str, Path], tmp_path: Path) -> None
     files = assert_exact(r, tmp_path, "out.txt", "err.txt")
     assert files["out.txt"]["inline"] >= 20000, "the macros' bytes are accounted at the next flush point"
     assert "error message 7" in (tmp_path / "err.txt").read_text()
-    r = record(tmp_path, [str(exe), "files"], *NO_COALESCE)
+    r = record(tmp_path, [str(exe), "files"])
     assert r.status == 0 and "lost" not in r.stderr, r.stderr
     files = assert_exact(r, tmp_path, "put.txt", "wide.txt", "dp.txt", "fdo.txt")
     assert files["put.txt"]["inline"] >= 99000
@@ -176,7 +164,7 @@ def test_rewritten_in_place(progs: dict[str, Path], tmp_path: Path) -> None:  # 
     """over.txt: 10 000 bytes, fseek back and 50 rewritten, fseek to the end and 10 more, rewind
     and 5 rewritten, then through "r+" 300 at 5000: every range the program wrote is covered,
     each byte it wrote recorded once."""
-    r = record(tmp_path, [str(progs["stdioacct"]), "files"], *NO_COALESCE)
+    r = record(tmp_path, [str(progs["stdioacct"]), "files"])
     assert r.status == 0, r.stderr
     f = by_file(r)["over.txt"]
     size = (tmp_path / "over.txt").stat().st_size
