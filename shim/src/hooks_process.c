@@ -244,8 +244,11 @@ static void before_spawn(const char *p, int search) { RECORD_IF(1, check_static(
             *pid = child;                                                   \
         RECORD_IF(r == 0, add_record(PCSHIM_OP_SPAWN, -1, (uint64_t)child, 0, 0, 0, 0, \
                                      program_path(AT_FDCWD, p), 0, 1));     \
-        if (r == 0 && g_active)                                             \
+        if (r == 0 && g_active) {                                           \
+            int e_ = errno;                                                 \
             desc_share_all(1);                                              \
+            errno = e_;                                                     \
+        }                                                                   \
         return r;                                                           \
     }
 SPAWN_HOOK(posix_spawn, 0)

@@ -1,9 +1,10 @@
 /* hooks_stdio.c: the stdio calls that open, close, flush or move streams: fopen(64) and
  * freopen(64) (an open record, after_open in hooks_files.c), fclose and _IO_fclose (the stream's
  * bytes accounted exactly, the safety net, a close record: glibc closes the fd internally),
- * fcloseall, fflush(_unlocked) and _IO_fflush (fflush(NULL): every stream), __overflow (what
- * putc-style macros call when the buffer is full), fseek, fseeko(64), rewind, fsetpos(64)
- * (accounted, then re-based on the new position) and __fpurge (buffered bytes dropped: re-based).
+ * fcloseall, _IO_flush_all(_linebuffered), fflush(_unlocked) and _IO_fflush (fflush(NULL): every
+ * stream), __overflow (what putc-style macros call when the buffer is full), fseek, fseeko(64),
+ * rewind, fsetpos(64) (accounted, then re-based on the new position) and __fpurge (buffered bytes
+ * dropped: re-based).
  * The accounting itself is stdio_acct.c's; the calls that put bytes are in hooks_stdio_put.c,
  * hooks_stdio_print.c, hooks_stdio_wide.c and hooks_stdio_diag.c. */
 #include "shim.h"
@@ -99,12 +100,23 @@ FCLOSE_HOOK(_IO_fclose)
 FREOPEN_HOOK(freopen)
 FREOPEN_HOOK(freopen64)
 
-/* glibc's fcloseall writes every stream out (it closes no fd). */
-EXPORT int fcloseall(void)
+/* glibc's fcloseall writes every stream out (it closes no fd); so do its exported
+ * _IO_flush_all and _IO_flush_all_linebuffered (the line-buffered ones). */
+#define ALL_STREAMS_HOOK(ret, name)                                         \
+    EXPORT ret name(void)                                                   \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        RECORD_IF(1, stdio_all());                                          \
+        return real_##name();                                               \
+    }
+ALL_STREAMS_HOOK(int, fcloseall)
+ALL_STREAMS_HOOK(int, _IO_flush_all)
+
+EXPORT void _IO_flush_all_linebuffered(void)
 {
-    RESOLVE(fcloseall);
+    RESOLVE(_IO_flush_all_linebuffered);
     RECORD_IF(1, stdio_all());
-    return real_fcloseall();
+    real__IO_flush_all_linebuffered();
 }
 
 /* ---------- flush points ---------- */

@@ -89,8 +89,8 @@ ERR_HOOK(err, vwarn)
 ERR_HOOK(errx, vwarnx)
 
 /* error(): the message is formatted here (glibc has no va_list form before 2.38) and given to
- * the real error() as "%s"; a message longer than 1 MiB is cut there. */
-#define MSG_MAX (1 << 20)
+ * the real error() as "%s", on the stack: a message longer than 64 KiB is cut there. */
+#define MSG_MAX (1 << 16)
 #define FORMAT_MSG(last)                                                    \
     va_list ap, ap2;                                                        \
     va_start(ap, last);                                                     \

@@ -224,6 +224,8 @@ enum { M_FP = 0, M_SCAN = 1, M_UNWIND = 2, M_AUTO = 3 };
     R(int, _IO_fflush, FILE *)                                                                      \
     R(int, _IO_fclose, FILE *)                                                                      \
     R(int, fcloseall, void)                                                                         \
+    R(int, _IO_flush_all, void)                                                                     \
+    R(void, _IO_flush_all_linebuffered, void)                                                       \
     R(FILE *, freopen, const char *, const char *, FILE *)                                          \
     R(FILE *, freopen64, const char *, const char *, FILE *)                                        \
     R(int, fseek, FILE *, long, int)                                                                \
