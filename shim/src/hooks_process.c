@@ -3,7 +3,7 @@
  * lifecycle.c's atfork_child), the exec family (the static-program check, the safety net, exec
  * record, flush, and an environment that keeps the shim in the new image), posix_spawn(p) (the
  * same checks, a spawn record), system and popen (their child shares the inheritable
- * descriptions), exit, _exit and _Exit (exit record, flush). The raw
+ * descriptions), exit, _exit, _Exit and quick_exit (exit record, flush). The raw
  * syscall(SYS_clone/clone3) form is in hooks_syscall.c; the constructor, destructor and signal
  * handlers in lifecycle.c. */
 #include "shim.h"
@@ -339,6 +339,15 @@ EXPORT void _exit(int status)
     RESOLVE(_exit);
     finish(status, 1, 0);
     real__exit(status);
+    __builtin_unreachable();
+}
+
+/* quick_exit runs the at_quick_exit handlers, then ends like _Exit (inside libc). */
+EXPORT void quick_exit(int status)
+{
+    RESOLVE(quick_exit);
+    finish(status, 1, 0);
+    real_quick_exit(status);
     __builtin_unreachable();
 }
 

@@ -35,7 +35,7 @@
  *   hooks_files.c    open/creat/close, unlink/rename/truncate/fallocate, fsync family, dup/fcntl
  *                    (F_DUPFD, F_SET_RW_HINT, F_SETFL), lseek
  *   hooks_process.c  exec family, posix_spawn(p), system, popen, fork/vfork/_Fork/clone,
- *                    exit/_exit/_Exit
+ *                    exit/_exit/_Exit/quick_exit
  *   hooks_stdio.c    stdio streams: fopen, freopen, fclose, fcloseall, fflush, __overflow, the
  *                    fseek family, __fpurge
  *   hooks_stdio_put.c  fwrite, fputs, fputc, putc, putchar, puts, putw, their _unlocked and _IO_ forms
@@ -160,6 +160,7 @@ enum { M_FP = 0, M_SCAN = 1, M_UNWIND = 2, M_AUTO = 3 };
     R(void, exit, int)                                                                              \
     R(void, _exit, int)                                                                             \
     R(void, _Exit, int)                                                                             \
+    R(void, quick_exit, int)                                                                        \
     R(void *, dlopen, const char *, int)                                                            \
     R(int, dlclose, void *)                                                                         \
     R(size_t, fwrite, const void *, size_t, size_t, FILE *)                                         \
