@@ -418,7 +418,10 @@ def test_exit_from_another_thread_while_threads_write(progs: dict[str, Path], tm
         assert base + 8 * len(offsets) <= size
     lines = sorted((x["offset"], x["len"]) for x in _written(r, "s.txt"))
     got = sum(n for _, n in lines)
-    assert got > 0 and got <= (tmp_path / "s.txt").stat().st_size
+    # glibc writes the streams out at exit without their locks while the fputs thread still runs:
+    # the buffer the shim last accounted can die with that thread (exit_group kills its write)
+    st = (tmp_path / "s.txt").stat()
+    assert got > 0 and got <= st.st_size + st.st_blksize
     starts = [0, *itertools.accumulate(n for _, n in lines)][:-1]
     assert [off for off, _ in lines] == starts, (
         "the stream's records tile its bytes from 0: none twice, none missing"
