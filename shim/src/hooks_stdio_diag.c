@@ -1,11 +1,14 @@
 /* hooks_stdio_diag.c: libc functions that write to a stream with internal calls and may write it
  * out themselves: error and error_at_line (which also flush stdout first), the err/warn family,
- * perror, psignal, psiginfo, herror (all to stderr), and putpwent, putgrent, putspent, putsgent.
- * Their bytes are measured by the description's exact end before and after the call
- * (OBS_BRACKET, stdio_acct.c). err, errx, verr, verrx are glibc's vwarn(x) followed by exit;
- * error with a non-zero status is error with status 0 followed by exit, so the exit hook runs. */
+ * perror, psignal, psiginfo, herror (all to stderr), assert's failure messages, argp's help and
+ * errors, and putpwent, putgrent, putspent, putsgent. Their bytes are measured by the
+ * description's exact end before and after the call (OBS_BRACKET, stdio_obs.c). err, errx, verr,
+ * verrx are glibc's vwarn(x) followed by exit; error with a non-zero status is error with status
+ * 0 followed by exit, so the exit hook runs; assert and argp, which may end the process inside
+ * libc, leave their "after" to the exit path. */
 #include "shim.h"
 
+#include <argp.h>
 #include <err.h>
 #include <error.h>
 #include <grp.h>
@@ -126,6 +129,62 @@ EXPORT void error_at_line(int status, int errnum, const char *file, unsigned int
     BRACKET(stderr, real_error_at_line(0, errnum, file, line, "%s", msg));
     if (status)
         exit(status);
+}
+
+/* ---------- calls that may end the process inside libc ---------- */
+/* assert's message goes to stderr, then abort; argp's help and errors may exit (inside libc, no
+ * hook sees it): their "after" is taken on the exit path if they do not return. */
+#define MAYBE_NORETURN(fexpr, call)                                         \
+    do {                                                                    \
+        obs_begin_pending(fexpr);                                           \
+        call;                                                               \
+        obs_end_pending();                                                  \
+    } while (0)
+
+EXPORT void __assert_fail(const char *a, const char *file, unsigned int line, const char *fn)
+{
+    RESOLVE(__assert_fail);
+    obs_begin_pending(stderr);
+    real___assert_fail(a, file, line, fn);
+    __builtin_unreachable();
+}
+
+EXPORT void __assert_perror_fail(int errnum, const char *file, unsigned int line, const char *fn)
+{
+    RESOLVE(__assert_perror_fail);
+    obs_begin_pending(stderr);
+    real___assert_perror_fail(errnum, file, line, fn);
+    __builtin_unreachable();
+}
+
+EXPORT void argp_help(const struct argp *argp, FILE *f, unsigned flags, char *name)
+{
+    RESOLVE(argp_help);
+    MAYBE_NORETURN(f, real_argp_help(argp, f, flags, name));
+}
+
+EXPORT void argp_state_help(const struct argp_state *state, FILE *f, unsigned flags)
+{
+    RESOLVE(argp_state_help);
+    MAYBE_NORETURN(f, real_argp_state_help(state, f, flags));
+}
+
+EXPORT void argp_error(const struct argp_state *state, const char *fmt, ...)
+{
+    RESOLVE(argp_error);
+    int e = errno;
+    FORMAT_MSG(fmt);
+    errno = e;
+    MAYBE_NORETURN(stderr, real_argp_error(state, "%s", msg));
+}
+
+EXPORT void argp_failure(const struct argp_state *state, int status, int errnum, const char *fmt, ...)
+{
+    RESOLVE(argp_failure);
+    int e = errno;
+    FORMAT_MSG(fmt);
+    errno = e;
+    MAYBE_NORETURN(stderr, real_argp_failure(state, status, errnum, "%s", msg));
 }
 
 /* ---------- entries of the user and group files ---------- */

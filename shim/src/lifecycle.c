@@ -33,6 +33,7 @@ void on_exit_flush(int status, int record)
         return;
     int was = t_guard;
     t_guard = 1;
+    pending_end();
     if (record) {
         stdio_all();
         net_all(1);
@@ -104,6 +105,7 @@ void finish(int status, int record, int streams)
         return;
     int was = t_guard;
     t_guard = 1;
+    pending_end();
     if (streams)
         stdio_all();
     net_all(streams);
@@ -131,6 +133,7 @@ static void on_signal(int sig)
     if (g_active && !atomic_load(&g_finished)) {
         int was = t_guard;
         t_guard = 1;
+        pending_end(); /* assert's message, written just before its abort */
         net_all(0);
         shim_warn(sig == SIGTERM ? "terminated by SIGTERM" : sig == SIGABRT ? "aborted (SIGABRT)" : "terminated by a signal");
         mmap_final_warnings();

@@ -42,7 +42,8 @@
  *   hooks_stdio_print.c  printf, fprintf, vprintf, vfprintf, dprintf, vdprintf and the _chk forms
  *   hooks_stdio_wide.c   wide output: fputwc, putwc, putwchar, fputws, the wprintf family, __woverflow
  *   hooks_stdio_diag.c   error, error_at_line, err/warn family, perror, psignal, psiginfo, herror,
- *                    putpwent/putgrent/putspent/putsgent: measured by the file position
+ *                    assert's messages, argp's help and errors, putpwent/putgrent/putspent/putsgent:
+ *                    measured by the file position
  *   hooks_mmap.c     shared file mappings (mmap, munmap, mremap) and msync, W mmap: warnings
  *   hooks_aio.c      Linux AIO: io_submit and its iocbs (also used by hooks_syscall.c)
  *   hooks_copy.c     copy_file_range, sendfile(64), splice
@@ -258,6 +259,12 @@ enum { M_FP = 0, M_SCAN = 1, M_UNWIND = 2, M_AUTO = 3 };
     R(void, herror, const char *)                                                                   \
     R(void, vwarn, const char *, va_list)                                                           \
     R(void, vwarnx, const char *, va_list)                                                          \
+    R(void, __assert_fail, const char *, const char *, unsigned int, const char *)                  \
+    R(void, __assert_perror_fail, int, const char *, unsigned int, const char *)                    \
+    R(void, argp_help, const void *, FILE *, unsigned, char *)                                      \
+    R(void, argp_state_help, const void *, FILE *, unsigned)                                        \
+    R(void, argp_error, const void *, const char *, ...)                                            \
+    R(void, argp_failure, const void *, int, int, const char *, ...)                                \
     R(int, putpwent, const void *, FILE *)                                                          \
     R(int, putgrent, const void *, FILE *)                                                          \
     R(int, putspent, const void *, FILE *)                                                          \
@@ -440,6 +447,9 @@ void obs_end(struct obs *o, int64_t n);
 void obs_end_rebase(struct obs *o);
 int obs_pre(struct obs *o, FILE *f, int kind);
 void obs_post(struct obs *o, int64_t n);
+int obs_begin_pending(FILE *f);
+void obs_end_pending(void);
+void pending_end(void);
 void stdio_forget(FILE *f, int fd);
 void stdio_all(void);
 int64_t wide_bytes(const wchar_t *s, size_t n);

@@ -94,7 +94,7 @@ int obs_pre(struct obs *o, FILE *f, int kind)
 void obs_post(struct obs *o, int64_t n)
 {
     struct desc *d = o->d;
-    if (!d || !lock_for(o, 0))
+    if (!d || !lock_for(o, o->kind & OBS_FINAL))
         return;
     int fresh;
     struct sslot *s = slot_of(d, o->f, &fresh);
@@ -178,6 +178,35 @@ void obs_end_rebase(struct obs *o)
     stream_unlock(o->f);
     errno = e;
     leave();
+}
+
+/* A bracketed call that may not return (it exits or aborts inside libc): its "after" is taken on
+ * the exit path (pending_end), before the streams are accounted there. */
+static TLS struct obs t_pending;
+static TLS int t_pending_on;
+
+int obs_begin_pending(FILE *f)
+{
+    int r = obs_begin(&t_pending, f, OBS_BRACKET);
+    t_pending_on = r;
+    return r;
+}
+
+void obs_end_pending(void)
+{
+    if (t_pending_on) {
+        t_pending_on = 0;
+        obs_end(&t_pending, -1);
+    }
+}
+
+void pending_end(void)
+{
+    if (t_pending_on) {
+        t_pending_on = 0;
+        t_pending.kind |= OBS_FINAL;
+        obs_post(&t_pending, -1);
+    }
 }
 
 /* f is being closed: its slot is freed. */

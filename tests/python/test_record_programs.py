@@ -160,6 +160,19 @@ def test_fortified_stdio_program(progs: dict[str, Path], tmp_path: Path) -> None
     assert (tmp_path / "wide.txt").read_bytes().startswith("héllo wörld\n".encode())
 
 
+def test_messages_of_calls_that_end_the_process(progs: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
+    """assert's message (written by libc, then abort) and argp's help and error (tar: libc writes
+    them, then exits inside libc): measured by the file position, the "after" taken on the exit
+    path."""
+    r = record(tmp_path, ["sh", "-c", f"{progs['stdioacct']} assert > out.txt 2> err.txt"])
+    assert "lost" not in r.stderr and "aborted (SIGABRT)" in r.stderr
+    assert "more arguments" in (tmp_path / "err.txt").read_text()
+    assert_exact(r, tmp_path, "out.txt", "err.txt")
+    if shutil.which("tar"):
+        r = run(tmp_path, "tar --help > help.txt; tar --bogus 2> bogus.txt; true")
+        assert_exact(r, tmp_path, "help.txt", "bogus.txt")
+
+
 def test_rewritten_in_place(progs: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
     """over.txt: 10 000 bytes, fseek back and 50 rewritten, fseek to the end and 10 more, rewind
     and 5 rewritten, then through "r+" 300 at 5000: every range the program wrote is covered,

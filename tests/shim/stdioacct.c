@@ -3,8 +3,10 @@
  * are macros that fill the buffer without a call). "out": stdout and stderr, which the caller
  * redirects to files. "files": put.txt through macros and _unlocked calls, wide.txt (wide
  * output, UTF-8), dp.txt (dprintf), fdo.txt (fdopen), over.txt written, then rewritten in place
- * (fseek, rewind; then again through "r+"). Exits 0. */
+ * (fseek, rewind; then again through "r+"). "assert": a line to stdout (flushed), then a failed
+ * assert (its message to stderr, then abort). Exits 0 (134 for "assert"). */
 #define _GNU_SOURCE
+#include <assert.h>
 #include <error.h>
 #include <fcntl.h>
 #include <locale.h>
@@ -86,6 +88,11 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "out")) {
         out();
         return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "assert")) {
+        printf("before the assert\n");
+        fflush(stdout); /* abort writes no stdio buffer out */
+        assert(argc > 5 && "more arguments");
     }
     return files() ? 0 : 1;
 }
