@@ -1,7 +1,7 @@
 /* hooks_stdio_diag.c: libc functions that write to a stream with internal calls and may write it
  * out themselves: error and error_at_line (which also flush stdout first), the err/warn family,
- * perror, psignal, psiginfo, herror (all to stderr), assert's failure messages, argp's help and
- * errors, and putpwent, putgrent, putspent, putsgent. Their bytes are measured by the
+ * perror, psignal, psiginfo, herror, getopt's complaints (all to stderr), assert's failure
+ * messages, argp's help and errors, and putpwent, putgrent, putspent, putsgent. Their bytes are measured by the
  * description's exact end before and after the call (OBS_BRACKET, stdio_obs.c). err, errx, verr,
  * verrx are glibc's vwarn(x) followed by exit; error with a non-zero status is error with status
  * 0 followed by exit, so the exit hook runs; assert and argp, which may end the process inside
@@ -11,6 +11,7 @@
 #include <argp.h>
 #include <err.h>
 #include <error.h>
+#include <getopt.h>
 #include <grp.h>
 #include <gshadow.h>
 #include <netdb.h>
@@ -130,6 +131,26 @@ EXPORT void error_at_line(int status, int errnum, const char *file, unsigned int
     if (status)
         exit(status);
 }
+
+/* getopt's complaints about options go to stderr from inside libc. */
+EXPORT int getopt(int argc, char *const argv[], const char *opts)
+{
+    RESOLVE(getopt);
+    int r;
+    BRACKET(stderr, r = real_getopt(argc, argv, opts));
+    return r;
+}
+
+#define GETOPT_LONG_HOOK(name)                                              \
+    EXPORT int name(int argc, char *const argv[], const char *opts, const struct option *lo, int *li) \
+    {                                                                       \
+        RESOLVE(name);                                                      \
+        int r;                                                              \
+        BRACKET(stderr, r = real_##name(argc, argv, opts, lo, li));         \
+        return r;                                                           \
+    }
+GETOPT_LONG_HOOK(getopt_long)
+GETOPT_LONG_HOOK(getopt_long_only)
 
 /* ---------- calls that may end the process inside libc ---------- */
 /* assert's message goes to stderr, then abort; argp's help and errors may exit (inside libc, no

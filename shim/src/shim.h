@@ -42,7 +42,7 @@
  *   hooks_stdio_print.c  printf, fprintf, vprintf, vfprintf, dprintf, vdprintf and the _chk forms
  *   hooks_stdio_wide.c   wide output: fputwc, putwc, putwchar, fputws, the wprintf family, __woverflow
  *   hooks_stdio_diag.c   error, error_at_line, err/warn family, perror, psignal, psiginfo, herror,
- *                    assert's messages, argp's help and errors, putpwent/putgrent/putspent/putsgent:
+ *                    getopt's complaints, assert's messages, argp's help and errors, putpwent/putgrent/putspent/putsgent:
  *                    measured by the file position
  *   hooks_mmap.c     shared file mappings (mmap, munmap, mremap) and msync, W mmap: warnings
  *   hooks_aio.c      Linux AIO: io_submit and its iocbs (also used by hooks_syscall.c)
@@ -259,6 +259,9 @@ enum { M_FP = 0, M_SCAN = 1, M_UNWIND = 2, M_AUTO = 3 };
     R(void, herror, const char *)                                                                   \
     R(void, vwarn, const char *, va_list)                                                           \
     R(void, vwarnx, const char *, va_list)                                                          \
+    R(int, getopt, int, char *const *, const char *)                                                \
+    R(int, getopt_long, int, char *const *, const char *, const void *, int *)                      \
+    R(int, getopt_long_only, int, char *const *, const char *, const void *, int *)                 \
     R(void, __assert_fail, const char *, const char *, unsigned int, const char *)                  \
     R(void, __assert_perror_fail, int, const char *, unsigned int, const char *)                    \
     R(void, argp_help, const void *, FILE *, unsigned, char *)                                      \

@@ -161,9 +161,9 @@ def test_fortified_stdio_program(progs: dict[str, Path], tmp_path: Path) -> None
 
 
 def test_messages_of_calls_that_end_the_process(progs: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
-    """assert's message (written by libc, then abort) and argp's help and error (tar: libc writes
-    them, then exits inside libc): measured by the file position, the "after" taken on the exit
-    path."""
+    """assert's message (written by libc, then abort), argp's help and error (tar: libc writes
+    them, then exits inside libc) and getopt's complaint (seq): measured by the file position, the
+    "after" taken on the exit path when the call does not return."""
     r = record(tmp_path, ["sh", "-c", f"{progs['stdioacct']} assert > out.txt 2> err.txt"])
     assert "lost" not in r.stderr and "aborted (SIGABRT)" in r.stderr
     assert "more arguments" in (tmp_path / "err.txt").read_text()
@@ -171,6 +171,9 @@ def test_messages_of_calls_that_end_the_process(progs: dict[str, Path], tmp_path
     if shutil.which("tar"):
         r = run(tmp_path, "tar --help > help.txt; tar --bogus 2> bogus.txt; true")
         assert_exact(r, tmp_path, "help.txt", "bogus.txt")
+    if shutil.which("seq"):  # getopt's complaint, then coreutils' own line
+        r = run(tmp_path, "seq --bogus 2> opt.txt; true")
+        assert_exact(r, tmp_path, "opt.txt")
 
 
 def test_rewritten_in_place(progs: dict[str, Path], tmp_path: Path) -> None:  # noqa: F811
