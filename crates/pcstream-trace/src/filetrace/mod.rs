@@ -14,7 +14,7 @@ pub mod writer;
 
 pub use event::{FileEvent, FileOp};
 pub use reader::FileTraceReader;
-pub use writer::{write_events, write_rows, FILE_COLUMNS};
+pub use writer::{write_events, write_rows, FileTraceWriter, FILE_COLUMNS};
 
 /// Footer key of the path table.
 pub const KEY_PATHS: &str = "pcstream.paths";

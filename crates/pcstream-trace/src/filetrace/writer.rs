@@ -1,12 +1,12 @@
-//! Writing file-level traces: the column schema and [`write_rows`], which encodes events in time
-//! order with their footer (the block-trace keys plus `pcstream.paths`) into Parquet, atomically
-//! (a temporary file renamed at the end). [`write_events`] writes hand-made events (tests,
-//! benchmarks, synthetic inputs); the record stage writes converted shim logs through
-//! [`write_rows`].
+//! Writing file-level traces: the column schema and [`FileTraceWriter`], which encodes events in
+//! time order, a chunk at a time, with their footer (the block-trace keys plus `pcstream.paths`,
+//! written last) into Parquet, atomically (a temporary file renamed at the end). [`write_rows`]
+//! writes a slice of rows; [`write_events`] writes hand-made events (tests, benchmarks,
+//! synthetic inputs); the record stage streams converted shim logs through the writer.
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
@@ -21,7 +21,9 @@ use crate::blocktrace::TraceMeta;
 use crate::error::{one_line, TraceError};
 
 /// Rows handed to the Parquet encoder at a time.
-const WRITE_CHUNK_ROWS: usize = 64 * 1024;
+pub const WRITE_CHUNK_ROWS: usize = 64 * 1024;
+/// Rows per row group: bounds what the encoder holds before it writes a group out.
+pub const ROW_GROUP_ROWS: usize = 256 * 1024;
 
 /// The column names and types of a file-level trace, in the order they are written.
 pub const FILE_COLUMNS: [(&str, DataType); 13] = [
@@ -67,6 +69,139 @@ fn batch_of(schema: &Arc<Schema>, rows: &[FileEvent]) -> RecordBatch {
     RecordBatch::try_new(schema.clone(), cols).expect("columns match the schema")
 }
 
+/// Writes one file-level trace, rows pushed one at a time (in time order) and encoded in chunks
+/// of [`WRITE_CHUNK_ROWS`]; the footer (`meta` and the path table, known only at the end) is
+/// written by [`finish`](Self::finish). Output goes to `PATH.tmp-<pid>`, renamed onto `PATH` at
+/// the end; on an error, or when dropped unfinished, the temporary file is removed.
+pub struct FileTraceWriter {
+    path: PathBuf,
+    label: String,
+    tmp: PathBuf,
+    writer: Option<ArrowWriter<File>>,
+    schema: Arc<Schema>,
+    buf: Vec<FileEvent>,
+    rows: u64,
+}
+
+impl FileTraceWriter {
+    /// Start writing `out`.
+    pub fn create(out: &Path) -> Result<FileTraceWriter, TraceError> {
+        let label = out.display().to_string();
+        let io = |e: &dyn std::fmt::Display| TraceError::Io {
+            path: label.clone(),
+            why: format!(
+                "cannot write ({}); check that the directory exists and is writable",
+                one_line(e)
+            ),
+        };
+        let schema = Arc::new(Schema::new(
+            FILE_COLUMNS
+                .iter()
+                .map(|(n, t)| Field::new(*n, t.clone(), false))
+                .collect::<Vec<_>>(),
+        ));
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(
+                ZstdLevel::try_new(3).expect("zstd level 3 exists"),
+            ))
+            .set_dictionary_enabled(true)
+            .set_max_row_group_size(ROW_GROUP_ROWS)
+            .build();
+        let name = out
+            .file_name()
+            .ok_or_else(|| io(&"the path names no file"))?
+            .to_string_lossy()
+            .into_owned();
+        let tmp = out.with_file_name(format!("{name}.tmp-{}", std::process::id()));
+        let file = File::create(&tmp).map_err(|e| io(&e))?;
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io(&e)
+        })?;
+        Ok(FileTraceWriter {
+            path: out.to_path_buf(),
+            label,
+            tmp,
+            writer: Some(writer),
+            schema,
+            buf: Vec::with_capacity(WRITE_CHUNK_ROWS),
+            rows: 0,
+        })
+    }
+
+    /// Rows pushed so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Append one row.
+    pub fn push(&mut self, row: FileEvent) -> Result<(), TraceError> {
+        self.buf.push(row);
+        self.rows += 1;
+        if self.buf.len() >= WRITE_CHUNK_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn fail(&self, what: &str, e: &dyn std::fmt::Display) -> TraceError {
+        TraceError::Io {
+            path: self.label.clone(),
+            why: format!(
+                "cannot write ({what} failed: {}); check that the directory exists and is writable and the disk has space",
+                one_line(e)
+            ),
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), TraceError> {
+        let batch = batch_of(&self.schema, &self.buf);
+        let w = self.writer.as_mut().expect("writer open until finish");
+        if let Err(e) = w.write(&batch) {
+            return Err(self.fail("write", &e));
+        }
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Write the last rows and the footer: `meta`'s pairs and `pcstream.paths` = `paths`; move
+    /// the trace into place. Returns the number of rows.
+    pub fn finish(
+        mut self,
+        meta: &TraceMeta,
+        paths: &BTreeMap<u32, String>,
+    ) -> Result<u64, TraceError> {
+        if !self.buf.is_empty() || self.rows == 0 {
+            self.flush()?;
+        }
+        let mut w = self.writer.take().expect("writer open until finish");
+        for (k, v) in meta.to_pairs() {
+            w.append_key_value_metadata(KeyValue::new(k, v));
+        }
+        w.append_key_value_metadata(KeyValue::new(
+            KEY_PATHS.to_string(),
+            serde_json::to_string(paths).expect("a string map serialises"),
+        ));
+        let res = match w.close() {
+            Err(e) => Err(self.fail("closing", &e)),
+            Ok(_) => std::fs::rename(&self.tmp, &self.path).map_err(|e| self.fail("renaming", &e)),
+        };
+        if res.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        res.map(|_| self.rows)
+    }
+}
+
+impl Drop for FileTraceWriter {
+    fn drop(&mut self) {
+        // Still open: not finished (error or early return); remove the partial output.
+        if self.writer.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// Write `rows` (already in time order) with the footer pairs `meta` + `pcstream.paths` =
 /// `paths` to `out`, atomically (a temporary file renamed at the end).
 pub fn write_rows(
@@ -75,59 +210,11 @@ pub fn write_rows(
     meta: &TraceMeta,
     paths: &BTreeMap<u32, String>,
 ) -> Result<(), TraceError> {
-    let label = out.display().to_string();
-    let io = |e: &dyn std::fmt::Display| TraceError::Io {
-        path: label.clone(),
-        why: format!(
-            "cannot write ({}); check that the directory exists and is writable",
-            one_line(e)
-        ),
-    };
-    let schema = Arc::new(Schema::new(
-        FILE_COLUMNS
-            .iter()
-            .map(|(n, t)| Field::new(*n, t.clone(), false))
-            .collect::<Vec<_>>(),
-    ));
-    let mut kv: Vec<KeyValue> = meta
-        .to_pairs()
-        .into_iter()
-        .map(|(k, v)| KeyValue::new(k, v))
-        .collect();
-    kv.push(KeyValue::new(
-        KEY_PATHS.to_string(),
-        serde_json::to_string(paths).expect("a string map serialises"),
-    ));
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(
-            ZstdLevel::try_new(3).expect("zstd level 3 exists"),
-        ))
-        .set_dictionary_enabled(true)
-        .set_key_value_metadata(Some(kv))
-        .build();
-    let name = out
-        .file_name()
-        .ok_or_else(|| io(&"the path names no file"))?
-        .to_string_lossy()
-        .into_owned();
-    let tmp = out.with_file_name(format!("{name}.tmp-{}", std::process::id()));
-    let result = (|| -> Result<(), TraceError> {
-        let file = File::create(&tmp).map_err(|e| io(&e))?;
-        let mut w = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| io(&e))?;
-        for chunk in rows.chunks(WRITE_CHUNK_ROWS) {
-            w.write(&batch_of(&schema, chunk)).map_err(|e| io(&e))?;
-        }
-        if rows.is_empty() {
-            w.write(&batch_of(&schema, &[])).map_err(|e| io(&e))?;
-        }
-        w.close().map_err(|e| io(&e))?;
-        std::fs::rename(&tmp, out).map_err(|e| io(&e))?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let mut w = FileTraceWriter::create(out)?;
+    for r in rows {
+        w.push(*r)?;
     }
-    result
+    w.finish(meta, paths).map(|_| ())
 }
 
 /// Write hand-made `events` as a file-level trace (in the given order, which should be by time)
