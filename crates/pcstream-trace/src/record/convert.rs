@@ -1,46 +1,64 @@
-//! Shim logs to a file-level trace: the records of every process sorted by time, path hashes
-//! turned into dense path ids, the signatures actually used into the `pcstream.pcs` table, and
-//! (optionally) runs of small writes folded by [`super::coalesce`].
+//! Shim logs to a file-level trace, streaming: the records of every process merged in time
+//! order ([`super::merge`]), path hashes turned into dense path ids (in order of first use), the
+//! signatures actually used into the `pcstream.pcs` table, runs of small writes optionally
+//! folded ([`super::coalesce`]), and the rows written a chunk at a time. Memory holds the tables,
+//! the merge's per-stream buffers, the coalescer's window and one chunk of rows, whatever the
+//! number of records.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::shimlog::ShimLogs;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::coalesce::Coalescer;
+use super::merge::Merge;
+use super::shimlog::{ShimLogs, VIA_RECOVERED, VIA_STDIO_INLINE};
 use crate::blocktrace::TraceMeta;
 use crate::error::TraceError;
-use crate::filetrace::{write_rows, FileEvent, FileOp};
+use crate::filetrace::{FileEvent, FileOp, FileTraceWriter};
 
 /// What [`write_file_trace`] wrote.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct FileTraceSummary {
+    /// Rows written.
     pub records: u64,
+    /// The program's write events (before coalescing) and their bytes.
     pub writes: u64,
     pub write_bytes: u64,
+    /// Process images in the logs.
     pub processes: usize,
+    /// Signatures in `pcstream.pcs`, paths in `pcstream.paths`.
     pub signatures: usize,
     pub paths: usize,
     pub warnings: Vec<String>,
     pub lost_processes: Vec<u32>,
     pub torn_bytes: u64,
-    /// Write records folded into others (see [`super::coalesce`]): `records` is what was written.
+    /// Write events folded into others (see [`super::coalesce`]): `records` is what was written.
     pub coalesced_writes: u64,
+    /// Bytes of the writes the shim's safety net found at close/exit (flag `VIA_RECOVERED`).
+    pub recovered_bytes: u64,
+    /// Bytes that entered stdio buffers through inline macros (flag `VIA_STDIO_INLINE`).
+    pub inline_stdio_bytes: u64,
+    /// Bytes the shim knew were written but could not place (`W unplaced:` lines); not in the
+    /// trace.
+    pub unplaced_bytes: u64,
+    /// set_hint events (`fcntl(F_SET_RW_HINT)`).
+    pub hint_events: u64,
 }
 
-/// Sort `logs` by time and write them to `out` (atomically: a temporary file renamed at the end);
-/// with `coalesce`, runs of small contiguous writes are folded first (see [`super::coalesce`]).
+/// Merge `logs` in time order and write them to `out` (atomically: a temporary file renamed at
+/// the end); with `coalesce`, runs of small contiguous writes of one PC are folded into one row
+/// each (see [`super::coalesce`]), else every call is a row.
 pub fn write_file_trace(
     logs: &ShimLogs,
     out: &Path,
     source: &str,
     coalesce: bool,
 ) -> Result<FileTraceSummary, TraceError> {
-    let mut order: Vec<usize> = (0..logs.records.len()).collect();
-    order.sort_by_key(|&i| {
-        let r = &logs.records[i];
-        (r.ts_ns, r.pid, r.tid, i)
-    });
+    let mut merge = Merge::new(logs);
+    let mut writer = FileTraceWriter::create(out)?;
     // Dense path ids in order of first use; signatures actually used.
-    let mut ids: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut ids: FxHashMap<u64, u32> = FxHashMap::default();
     let mut paths: BTreeMap<u32, String> = BTreeMap::new();
     let mut id_of = |h: u64| -> u32 {
         if h == 0 {
@@ -58,14 +76,18 @@ pub fn write_file_trace(
             next
         })
     };
-    let n = order.len();
-    let mut rows = Vec::with_capacity(n);
-    let mut pcs = serde_json::Map::new();
-    let mut summary = FileTraceSummary::default();
-    for &i in &order {
-        let r = &logs.records[i];
+    let mut pcs: FxHashSet<u64> = FxHashSet::default();
+    let mut s = FileTraceSummary::default();
+    let mut coalescer = coalesce.then(Coalescer::new);
+    while let Some(r) = merge.next()? {
         let op = FileOp::from_code(r.op).unwrap_or(FileOp::Unknown);
-        rows.push(FileEvent {
+        let path = id_of(r.path);
+        let path2 = if op == FileOp::Rename {
+            id_of(r.aux)
+        } else {
+            0
+        };
+        let ev = FileEvent {
             ts_ns: r.ts_ns,
             pid: r.pid,
             tid: r.tid,
@@ -77,17 +99,42 @@ pub fn write_file_trace(
             len: r.len,
             pc: r.pc,
             flags: r.flags,
-            path: id_of(r.path),
-            path2: if op == FileOp::Rename {
-                id_of(r.aux)
-            } else {
-                0
-            },
-        });
-        if r.pc != 0 && !pcs.contains_key(&r.pc.to_string()) {
+            path,
+            path2,
+        };
+        if r.pc != 0 {
+            pcs.insert(r.pc);
+        }
+        match op {
+            FileOp::Write => {
+                s.writes += 1;
+                s.write_bytes += r.len;
+                if r.flags & VIA_RECOVERED != 0 {
+                    s.recovered_bytes += r.len;
+                }
+                if r.flags & VIA_STDIO_INLINE != 0 {
+                    s.inline_stdio_bytes += r.len;
+                }
+            }
+            FileOp::SetHint => s.hint_events += 1,
+            _ => {}
+        }
+        match &mut coalescer {
+            Some(c) => c.push(ev, &mut |e| writer.push(e))?,
+            None => writer.push(ev)?,
+        }
+    }
+    if let Some(c) = coalescer {
+        s.coalesced_writes = c.finish(&mut |e| writer.push(e))?;
+    }
+    let mut used: Vec<u64> = pcs.into_iter().collect();
+    used.sort_unstable();
+    let table: serde_json::Map<String, serde_json::Value> = used
+        .into_iter()
+        .map(|pc| {
             let frames: Vec<serde_json::Value> = logs
                 .sigs
-                .get(&r.pc)
+                .get(&pc)
                 .map(|f| {
                     f.iter()
                         .map(|f| {
@@ -96,76 +143,105 @@ pub fn write_file_trace(
                         .collect()
                 })
                 .unwrap_or_default();
-            pcs.insert(r.pc.to_string(), serde_json::Value::Array(frames));
-        }
-        if op == FileOp::Write {
-            summary.writes += 1;
-            summary.write_bytes += r.len;
-        }
-    }
+            (pc.to_string(), serde_json::Value::Array(frames))
+        })
+        .collect();
+    s.signatures = table.len();
     let meta = TraceMeta {
         source: source.to_string(),
-        pcs: serde_json::Value::Object(pcs),
+        pcs: serde_json::Value::Object(table),
         ..Default::default()
     };
-    let (rows, folded) = if coalesce {
-        super::coalesce::coalesce(rows)
-    } else {
-        (rows, 0)
-    };
-    write_rows(out, &rows, &meta, &paths)?;
-    summary.records = rows.len() as u64;
-    summary.coalesced_writes = folded;
-    summary.processes = logs.processes.len();
-    summary.signatures = meta.pcs.as_object().map_or(0, |m| m.len());
-    summary.paths = paths.len();
-    summary.warnings = logs.warnings.clone();
-    summary.lost_processes = logs.lost.clone();
-    summary.torn_bytes = logs.torn_bytes;
-    Ok(summary)
+    s.paths = paths.len();
+    s.records = writer.finish(&meta, &paths)?;
+    s.processes = logs.processes.len();
+    s.warnings = logs.warnings.clone();
+    s.lost_processes = logs.lost.clone();
+    s.torn_bytes = logs.torn_bytes;
+    s.unplaced_bytes = logs.unplaced_bytes;
+    Ok(s)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
-    use crate::filetrace::KEY_PATHS;
-    use crate::record::shimlog::{Frame, ShimRecord};
+    use crate::filetrace::{FileTraceReader, KEY_PATHS};
+    use crate::record::shimlog::{decode_record, read_dir, Frame, ShimRecord, HEADER_BYTES};
+    use crate::record::synth::{write_synthetic, LogWriter, SynthSpec};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::RowAccessor;
     use std::fs::File;
 
+    fn read_rows(path: &Path) -> Vec<FileEvent> {
+        let mut r = FileTraceReader::open(path).unwrap();
+        let (mut all, mut buf) = (Vec::new(), Vec::new());
+        while r.next_batch(&mut buf).unwrap() {
+            all.extend_from_slice(&buf);
+        }
+        all
+    }
+
+    /// What the converter did before it streamed: every record of every file (in name order),
+    /// sorted by (ts_ns, pid, tid, log order).
+    fn sorted_reference(dir: &Path) -> Vec<ShimRecord> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "bin"))
+            .collect();
+        names.sort();
+        let mut recs = Vec::new();
+        for p in names {
+            let b = std::fs::read(p).unwrap();
+            recs.extend(b[HEADER_BYTES..].chunks_exact(88).map(decode_record));
+        }
+        let mut order: Vec<usize> = (0..recs.len()).collect();
+        order.sort_by_key(|&i| (recs[i].ts_ns, recs[i].pid, recs[i].tid, i));
+        order.into_iter().map(|i| recs[i]).collect()
+    }
+
+    fn key(e: &FileEvent) -> (u64, u32, u32, FileOp, u64, u64, u64, u32) {
+        (e.ts_ns, e.pid, e.tid, e.op, e.offset, e.len, e.pc, e.flags)
+    }
+
     #[test]
     fn rows_are_time_ordered_with_tables() {
-        let mut logs = ShimLogs::default();
+        let dir = tempfile::tempdir().unwrap();
         let rec = |ts, pid, op, path, pc| ShimRecord {
             ts_ns: ts,
             pid,
+            tid: pid,
             op,
             path,
             pc,
             len: 10,
             ..Default::default()
         };
-        logs.records = vec![
-            rec(30, 2, 2, 7, 5),
-            rec(10, 1, 1, 7, 5),
-            rec(20, 1, 9, 8, 0),
-        ];
-        logs.paths.insert(7, "/a".into());
-        logs.paths.insert(8, "/b".into());
-        logs.sigs.insert(
+        let mut a = LogWriter::create(dir.path(), 1, 0, 1).unwrap();
+        a.path(7, "/a").unwrap();
+        a.path(8, "/b").unwrap();
+        a.signature(
             5,
-            vec![Frame {
+            &[Frame {
                 module: "/bin/x".into(),
                 module_id: 1,
                 offset: 0x40,
             }],
-        );
-        logs.processes = vec![1, 2];
-        let dir = tempfile::tempdir().unwrap();
+        )
+        .unwrap();
+        a.record(&rec(10, 1, 1, 7, 5)).unwrap();
+        a.record(&rec(20, 1, 9, 8, 0)).unwrap();
+        a.finish(true).unwrap();
+        let mut b = LogWriter::create(dir.path(), 2, 1, 2).unwrap();
+        b.record(&rec(30, 2, 2, 7, 5)).unwrap();
+        b.finish(true).unwrap();
+        let logs = read_dir(dir.path()).unwrap();
         let out = dir.path().join("t.parquet");
         let s = write_file_trace(&logs, &out, "test", false).unwrap();
         assert_eq!((s.records, s.writes, s.signatures, s.paths), (3, 1, 1, 2));
+        assert_eq!(s.processes, 2);
         let r = SerializedFileReader::new(File::open(&out).unwrap()).unwrap();
         let kv = r.metadata().file_metadata().key_value_metadata().unwrap();
         let get = |k: &str| {
@@ -208,5 +284,123 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn the_merge_gives_the_order_of_a_sort_of_all_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SynthSpec {
+            processes: 3,
+            threads: 5,
+            records: 60_000,
+            seed: 7,
+            step_ns: 3,
+        };
+        write_synthetic(dir.path(), &spec).unwrap();
+        // Edge cases: one pid in two files (an exec), equal time stamps across them, and a
+        // thread whose clock goes back (its records stay in log order among equal keys).
+        let rec = |ts, tid, op: FileOp, offset| ShimRecord {
+            ts_ns: ts,
+            pid: 77,
+            tid,
+            op: op as u16,
+            offset,
+            ..Default::default()
+        };
+        let mut a = LogWriter::create(dir.path(), 77, 1, 5).unwrap();
+        for (i, ts) in [1_000_000u64, 1_000_050, 1_000_010, 1_000_050, 1_000_020]
+            .iter()
+            .enumerate()
+        {
+            a.record(&rec(*ts, 77, FileOp::Fsync, i as u64)).unwrap();
+            a.record(&rec(*ts, 78, FileOp::Close, i as u64)).unwrap();
+        }
+        a.record(&rec(1_000_010, 77, FileOp::Exec, 9)).unwrap();
+        a.finish(true).unwrap();
+        let mut b = LogWriter::create(dir.path(), 77, 1, 6).unwrap();
+        for i in 0..3 {
+            b.record(&rec(1_000_010 + i, 77, FileOp::Fsync, 100 + i))
+                .unwrap();
+        }
+        b.finish(true).unwrap();
+        let logs = read_dir(dir.path()).unwrap();
+        assert!(logs.bins.iter().any(|b| b.streams.len() > 2));
+        let out = dir.path().join("t.parquet");
+        let s = write_file_trace(&logs, &out, "test", false).unwrap();
+        let want: Vec<_> = sorted_reference(dir.path())
+            .iter()
+            .map(|r| {
+                (
+                    r.ts_ns,
+                    r.pid,
+                    r.tid,
+                    FileOp::from_code(r.op).unwrap(),
+                    r.offset,
+                    r.len,
+                    r.pc,
+                    r.flags,
+                )
+            })
+            .collect();
+        let got: Vec<_> = read_rows(&out).iter().map(key).collect();
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "the merged order differs from the sorted one");
+        assert_eq!(s.records, want.len() as u64);
+    }
+
+    #[test]
+    fn summary_counts_flags_hints_and_coalescing_keeps_bytes_and_owners() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SynthSpec {
+            records: 40_000,
+            ..Default::default()
+        };
+        let t = write_synthetic(dir.path(), &spec).unwrap();
+        let logs = read_dir(dir.path()).unwrap();
+        let (plain, folded) = (dir.path().join("p.parquet"), dir.path().join("c.parquet"));
+        let a = write_file_trace(&logs, &plain, "test", false).unwrap();
+        let b = write_file_trace(&logs, &folded, "test", true).unwrap();
+        for s in [&a, &b] {
+            assert_eq!((s.writes, s.write_bytes), (t.writes, t.write_bytes));
+            assert_eq!(s.recovered_bytes, t.recovered_bytes);
+            assert_eq!(s.inline_stdio_bytes, t.inline_stdio_bytes);
+            assert_eq!(s.hint_events, t.hint_events);
+            assert_eq!(s.signatures as u64, t.signatures);
+            assert_eq!(s.paths as u64, t.files);
+            assert!(s.lost_processes.is_empty() && s.warnings.is_empty());
+        }
+        assert!(t.recovered_bytes > 0 && t.inline_stdio_bytes > 0 && t.hint_events > 0);
+        assert_eq!((a.records, a.coalesced_writes), (t.records, 0));
+        assert_eq!(b.records + b.coalesced_writes, t.records);
+        assert!(
+            b.records * 10 < a.records,
+            "{} rows of {}",
+            b.records,
+            a.records
+        );
+        let (pr, cr) = (read_rows(&plain), read_rows(&folded));
+        assert_eq!(cr.len() as u64, b.records);
+        assert!(cr.windows(2).all(|w| w[0].ts_ns <= w[1].ts_ns));
+        // Bytes per (PC, file) and every page's last writer are the same.
+        let acc = |rows: &[FileEvent]| {
+            let mut bytes: HashMap<(u64, u32), u64> = HashMap::new();
+            let mut owner: HashMap<(u32, u64), u64> = HashMap::new();
+            for e in rows.iter().filter(|e| e.op == FileOp::Write) {
+                *bytes.entry((e.pc, e.path)).or_default() += e.len;
+                for p in e.offset / 4096..=(e.offset + e.len - 1) / 4096 {
+                    owner.insert((e.path, p), e.pc);
+                }
+            }
+            (bytes, owner)
+        };
+        assert!(acc(&pr) == acc(&cr));
+        // Every other event is kept, in order.
+        let others = |rows: &[FileEvent]| -> Vec<_> {
+            rows.iter()
+                .filter(|e| e.op != FileOp::Write)
+                .map(key)
+                .collect()
+        };
+        assert_eq!(others(&pr), others(&cr));
     }
 }

@@ -1,17 +1,26 @@
 //! Shim logs: the per-process files the record shim (`shim/include/pcshim.h`) leaves in its log
 //! directory — `<pid>.<start>.bin` (a 32-byte header, then 88-byte little-endian records) and
-//! `<pid>.<start>.txt` (path, signature and warning lines) — parsed into [`ShimLogs`].
+//! `<pid>.<start>.txt` (path, signature and warning lines) — read into [`ShimLogs`].
+//!
+//! [`read_dir`] does not keep the records: it reads every `.bin` once to check it and to index
+//! each thread's runs of records ([`super::merge`]), and keeps the tables of the `.txt` files
+//! (paths, signatures, warnings). The records are read again, in time order, by
+//! [`super::merge::Merge`]. Memory follows the number of files, threads and table entries, not
+//! the number of records.
 //!
 //! A process killed before it flushed leaves fewer records and no `E` line: that is reported as a
-//! loss, not an error. Malformed files are errors naming the file and the byte offset. The shim's
-//! per-process `W io_uring: ...` lines become one warning counting those processes.
+//! loss, not an error. Malformed files are errors naming the file and the byte offset. Warning
+//! lines the shim writes once per event are aggregated: `W io_uring: ...` (one warning counting
+//! those processes), `W static: <path>` (execs of statically linked programs), `W mmap: <bytes>
+//! <path>` (shared writable mappings never msync'ed) and `W unplaced: <bytes> <path>: <why>`
+//! (bytes the shim knew of but could not place; also summed in [`ShimLogs::unplaced_bytes`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use thiserror::Error;
 
-use crate::filetrace::FileOp;
+use super::merge::{index_bin, BinLog};
 
 /// Bytes in a `.bin` header and in one record (fixed by `pcshim.h`).
 pub const HEADER_BYTES: usize = 32;
@@ -47,6 +56,15 @@ pub const VIA_STDIO_INLINE: u32 = 1 << 8;
 
 /// Start of the warning a process image writes once when it sets up an io_uring.
 pub const IO_URING_WARNING: &str = "io_uring:";
+/// Start of the warning for an exec of a statically linked program: `static: <path>`.
+pub const STATIC_WARNING: &str = "static: ";
+/// Start of the warning for a shared writable mapping never msync'ed: `mmap: <bytes> <path>`.
+pub const MMAP_WARNING: &str = "mmap: ";
+/// Start of the warning for bytes that could not be placed: `unplaced: <bytes> <path>: <why>`.
+pub const UNPLACED_WARNING: &str = "unplaced: ";
+
+/// Names listed in an aggregated warning before "and N more".
+const LISTED: usize = 8;
 
 /// One `struct pcshim_record`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,16 +93,17 @@ pub struct Frame {
     pub offset: u64,
 }
 
-/// Everything in a log directory.
+/// A log directory, indexed: the tables of its `.txt` files and, per `.bin` file, where each
+/// thread's records are (not the records themselves).
 #[derive(Debug, Default)]
 pub struct ShimLogs {
-    /// Records of every process, in file order (not yet sorted by time).
-    pub records: Vec<ShimRecord>,
+    /// The `.bin` files in name order, with the index of their records.
+    pub bins: Vec<BinLog>,
     /// Path hash → absolute path.
     pub paths: BTreeMap<u64, String>,
     /// Signature → frames, innermost first.
     pub sigs: BTreeMap<u64, Vec<Frame>>,
-    /// Warnings of the shim, deduplicated, in order.
+    /// Warnings of the shim, deduplicated, in order; the aggregated ones last.
     pub warnings: Vec<String>,
     /// Process images (pid) in the logs.
     pub processes: Vec<u32>,
@@ -94,6 +113,23 @@ pub struct ShimLogs {
     pub torn_bytes: u64,
     /// Processes (pid) that set up an io_uring: the I/O they submitted through it is not recorded.
     pub io_uring: Vec<u32>,
+    /// `W static:` lines: execs of statically linked programs (not recorded), and the programs.
+    pub static_execs: u64,
+    pub static_programs: BTreeSet<String>,
+    /// `W mmap:` lines: shared writable mappings never msync'ed, their bytes and files.
+    pub mmap_mappings: u64,
+    pub mmap_bytes: u64,
+    pub mmap_paths: BTreeSet<String>,
+    /// Sum of the bytes of the `W unplaced:` lines, and their "path (why)".
+    pub unplaced_bytes: u64,
+    pub unplaced: BTreeSet<String>,
+}
+
+impl ShimLogs {
+    /// Whole records in all `.bin` files.
+    pub fn records(&self) -> u64 {
+        self.bins.iter().map(|b| b.records).sum()
+    }
 }
 
 /// What one `.txt` file said about its process image.
@@ -113,9 +149,30 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// Parse one `.bin` file's bytes (`label` names it in errors). Returns the pid and the records;
-/// a torn tail (a process killed mid-write) is returned as its byte count.
-pub fn parse_bin(label: &str, b: &[u8]) -> Result<(u32, Vec<ShimRecord>, u64), ShimLogError> {
+/// Decode one 88-byte record (`r` holds at least [`RECORD_BYTES`] bytes).
+#[inline]
+pub fn decode_record(r: &[u8]) -> ShimRecord {
+    ShimRecord {
+        ts_ns: u64_at(r, 0),
+        offset: u64_at(r, 8),
+        len: u64_at(r, 16),
+        pc: u64_at(r, 24),
+        dev: u64_at(r, 32),
+        ino: u64_at(r, 40),
+        path: u64_at(r, 48),
+        aux: u64_at(r, 56),
+        pid: u32_at(r, 64),
+        tid: u32_at(r, 68),
+        fd: u32_at(r, 72) as i32,
+        flags: u32_at(r, 76),
+        op: u16::from_le_bytes([r[80], r[81]]),
+        nframes: u16::from_le_bytes([r[82], r[83]]),
+    }
+}
+
+/// Check a `.bin` header (`b` = the file's first bytes, at most [`HEADER_BYTES`] of them);
+/// returns the pid. `label` names the file in errors.
+pub fn check_header(label: &str, b: &[u8]) -> Result<u32, ShimLogError> {
     let bad = |offset: usize, what: String| ShimLogError::Bad {
         path: label.into(),
         offset,
@@ -144,38 +201,7 @@ pub fn parse_bin(label: &str, b: &[u8]) -> Result<(u32, Vec<ShimRecord>, u64), S
             format!("record size {size}, expected {RECORD_BYTES}"),
         ));
     }
-    let pid = u32_at(b, 16);
-    let body = &b[HEADER_BYTES..];
-    let whole = body.len() / RECORD_BYTES;
-    let mut out = Vec::with_capacity(whole);
-    for i in 0..whole {
-        let at = i * RECORD_BYTES;
-        let r = &body[at..at + RECORD_BYTES];
-        let rec = ShimRecord {
-            ts_ns: u64_at(r, 0),
-            offset: u64_at(r, 8),
-            len: u64_at(r, 16),
-            pc: u64_at(r, 24),
-            dev: u64_at(r, 32),
-            ino: u64_at(r, 40),
-            path: u64_at(r, 48),
-            aux: u64_at(r, 56),
-            pid: u32_at(r, 64),
-            tid: u32_at(r, 68),
-            fd: u32_at(r, 72) as i32,
-            flags: u32_at(r, 76),
-            op: u16::from_le_bytes([r[80], r[81]]),
-            nframes: u16::from_le_bytes([r[82], r[83]]),
-        };
-        if FileOp::from_code(rec.op).is_none() {
-            return Err(bad(
-                HEADER_BYTES + at + 80,
-                format!("record {i}: unknown op {}", rec.op),
-            ));
-        }
-        out.push(rec);
-    }
-    Ok((pid, out, (body.len() % RECORD_BYTES) as u64))
+    Ok(u32_at(b, 16))
 }
 
 /// Reads "<hex> <len> <bytes>\n" at `at`; returns (hex, bytes, next position).
@@ -191,8 +217,83 @@ fn field(at: usize, b: &[u8]) -> Option<(u64, &[u8], usize)> {
     Some((v, &b[sp2 + 1..end], end + 1))
 }
 
+/// "<bytes> <rest>" → (bytes, rest).
+fn bytes_and_rest(s: &str) -> Option<(u64, &str)> {
+    let (n, rest) = s.split_once(' ')?;
+    Some((n.parse().ok()?, rest))
+}
+
+impl ShimLogs {
+    /// Take one `W` line's text: aggregated kinds are counted, the others kept once each.
+    /// Returns whether it is the io_uring line.
+    fn warning(&mut self, w: String) -> bool {
+        if w.starts_with(IO_URING_WARNING) {
+            return true;
+        }
+        if let Some(p) = w.strip_prefix(STATIC_WARNING) {
+            self.static_execs += 1;
+            self.static_programs.insert(p.to_string());
+        } else if let Some((n, p)) = w.strip_prefix(MMAP_WARNING).and_then(bytes_and_rest) {
+            self.mmap_mappings += 1;
+            self.mmap_bytes += n;
+            self.mmap_paths.insert(p.to_string());
+        } else if let Some((n, rest)) = w.strip_prefix(UNPLACED_WARNING).and_then(bytes_and_rest) {
+            self.unplaced_bytes += n;
+            let what = match rest.rsplit_once(": ") {
+                Some((p, why)) => format!("{p} ({why})"),
+                None => rest.to_string(),
+            };
+            self.unplaced.insert(what);
+        } else if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+        false
+    }
+
+    /// The aggregated warnings, appended after the others once every file is read.
+    fn aggregate_warnings(&mut self) {
+        if self.static_execs > 0 {
+            self.warnings.push(format!(
+                "{} exec(s) of statically linked programs were not recorded: {}",
+                self.static_execs,
+                listing(&self.static_programs)
+            ));
+        }
+        if self.mmap_mappings > 0 {
+            self.warnings.push(format!(
+                "{} bytes may have been written through {} shared mappings never msync'ed (not recorded): {}",
+                self.mmap_bytes,
+                self.mmap_mappings,
+                listing(&self.mmap_paths)
+            ));
+        }
+        if !self.unplaced.is_empty() {
+            self.warnings.push(format!(
+                "{} written bytes could not be placed at a file offset (not recorded): {}",
+                self.unplaced_bytes,
+                listing(&self.unplaced)
+            ));
+        }
+        if !self.io_uring.is_empty() {
+            self.warnings.push(io_uring_warning(self.io_uring.len()));
+        }
+    }
+}
+
+/// "a, b, c" (at most [`LISTED`] names, then "and N more").
+fn listing(names: &BTreeSet<String>) -> String {
+    let mut s: Vec<&str> = names.iter().take(LISTED).map(String::as_str).collect();
+    let more = names.len().saturating_sub(LISTED);
+    let tail = format!("and {more} more");
+    if more > 0 {
+        s.push(&tail);
+    }
+    s.join(", ")
+}
+
 /// Parse one `.txt` file into `logs`; returns whether it ended cleanly and used io_uring
-/// (io_uring lines are not added to `logs.warnings`: [`read_dir`] counts them).
+/// (io_uring lines are not added to `logs.warnings`: [`read_dir`] counts them; `static`, `mmap`
+/// and `unplaced` lines are counted in `logs`, and [`read_dir`] turns them into one warning each).
 pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<TxtEnd, ShimLogError> {
     let bad = |offset: usize, what: &str| ShimLogError::Bad {
         path: label.into(),
@@ -232,7 +333,7 @@ pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<TxtEnd, S
                     .and_then(|s| s.parse().ok())
                     .ok_or_else(|| bad(at, "malformed frame count"))?;
                 at = line_end + 1;
-                let mut frames = Vec::with_capacity(n);
+                let mut frames = Vec::with_capacity(n.min(64));
                 while frames.len() < n && at < b.len() && b[at] == b'F' {
                     let sp = at + 2 + b[at + 2..].iter().position(|&c| c == b' ').unwrap_or(0);
                     let id = std::str::from_utf8(&b[at + 2..sp])
@@ -252,10 +353,8 @@ pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<TxtEnd, S
             }
             b'W' => {
                 let w = String::from_utf8_lossy(&b[at + 2..line_end]).into_owned();
-                if w.starts_with(IO_URING_WARNING) {
+                if logs.warning(w) {
                     end.io_uring = true;
-                } else if !logs.warnings.contains(&w) {
-                    logs.warnings.push(w);
                 }
                 at = line_end + 1;
             }
@@ -274,7 +373,7 @@ pub fn io_uring_warning(n: usize) -> String {
     format!("{n} process(es) used io_uring; their writes are not recorded")
 }
 
-/// Read every log of the directory `dir`.
+/// Read and index every log of the directory `dir` (see the module documentation).
 pub fn read_dir(dir: &Path) -> Result<ShimLogs, ShimLogError> {
     let label = dir.display().to_string();
     let io = |e: std::io::Error| ShimLogError::Io {
@@ -292,9 +391,9 @@ pub fn read_dir(dir: &Path) -> Result<ShimLogs, ShimLogError> {
     for name in names {
         let bin = dir.join(&name);
         let txt = dir.join(format!("{}.txt", name.trim_end_matches(".bin")));
-        let bytes = std::fs::read(&bin).map_err(io)?;
-        let (pid, recs, torn) = parse_bin(&bin.display().to_string(), &bytes)?;
-        logs.records.extend(recs);
+        let index = index_bin(&bin)?;
+        let (pid, torn) = (index.pid, index.torn_bytes);
+        logs.bins.push(index);
         logs.torn_bytes += torn;
         logs.processes.push(pid);
         let end = match std::fs::read(&txt) {
@@ -308,71 +407,96 @@ pub fn read_dir(dir: &Path) -> Result<ShimLogs, ShimLogError> {
             logs.io_uring.push(pid);
         }
     }
-    if !logs.io_uring.is_empty() {
-        logs.warnings.push(io_uring_warning(logs.io_uring.len()));
-    }
+    logs.aggregate_warnings();
     Ok(logs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filetrace::FileOp;
+    use crate::record::merge::Merge;
+    use crate::record::synth::{encode_header, encode_record, LogWriter};
 
-    fn header() -> Vec<u8> {
-        let mut h = MAGIC.to_vec();
-        for v in [1u32, 88, 42, 1, 12, 3] {
-            h.extend(v.to_le_bytes());
+    fn record(op: u16, ts: u64) -> ShimRecord {
+        ShimRecord {
+            ts_ns: ts,
+            offset: 4096,
+            len: 100,
+            pc: 7,
+            dev: 1,
+            ino: 2,
+            path: 9,
+            pid: 42,
+            tid: 43,
+            fd: 5,
+            op,
+            nframes: 3,
+            ..Default::default()
         }
-        h
     }
 
-    fn record(op: u16, ts: u64) -> Vec<u8> {
-        let mut r = Vec::new();
-        for v in [ts, 4096, 100, 7, 1, 2, 9, 0] {
-            r.extend(v.to_le_bytes());
+    fn write_bin(dir: &Path, name: &str, recs: &[ShimRecord], tail: &[u8]) -> std::path::PathBuf {
+        let mut b = encode_header(42, 1).to_vec();
+        for r in recs {
+            b.extend(encode_record(r));
         }
-        for v in [42u32, 43, 5, 0] {
-            r.extend(v.to_le_bytes());
+        b.extend(tail);
+        let p = dir.join(name);
+        std::fs::write(&p, b).unwrap();
+        p
+    }
+
+    fn all(logs: &ShimLogs) -> Vec<ShimRecord> {
+        let mut m = Merge::new(logs);
+        let mut v = Vec::new();
+        while let Some(r) = m.next().unwrap() {
+            v.push(r);
         }
-        r.extend(op.to_le_bytes());
-        r.extend(3u16.to_le_bytes());
-        r.extend(0u32.to_le_bytes());
-        r
+        v
     }
 
     #[test]
     fn bin_round_trip_and_torn_tail() {
-        let mut b = header();
-        b.extend(record(2, 10));
-        b.extend(record(11, 20));
-        b.extend([1, 2, 3]);
-        let (pid, recs, torn) = parse_bin("x.bin", &b).unwrap();
-        assert_eq!(pid, 42);
-        assert_eq!(torn, 3);
-        assert_eq!(recs.len(), 2);
-        assert_eq!(recs[0].offset, 4096);
-        assert_eq!(recs[0].fd, 5);
-        assert_eq!(recs[1].op, 11);
-        assert_eq!(recs[0].nframes, 3);
+        let dir = tempfile::tempdir().unwrap();
+        let recs = [record(2, 10), record(11, 20)];
+        write_bin(dir.path(), "42.1.bin", &recs, &[1, 2, 3]);
+        std::fs::write(dir.path().join("42.1.txt"), "E 2\n").unwrap();
+        let logs = read_dir(dir.path()).unwrap();
+        assert_eq!(logs.processes, vec![42]);
+        assert_eq!(logs.torn_bytes, 3);
+        assert_eq!(logs.lost, vec![42], "a torn tail is a loss");
+        assert_eq!(logs.records(), 2);
+        let got = all(&logs);
+        assert_eq!(got, recs);
+        assert_eq!(
+            (got[0].offset, got[0].fd, got[1].op, got[0].nframes),
+            (4096, 5, 11, 3)
+        );
     }
 
     #[test]
     fn bad_bins_name_the_offset() {
-        let e = parse_bin("x.bin", b"short").unwrap_err().to_string();
-        assert!(e.contains("x.bin: byte 0"), "{e}");
-        let mut b = header();
-        b[0] = b'Q';
-        assert!(parse_bin("x.bin", &b)
-            .unwrap_err()
-            .to_string()
-            .contains("magic"));
-        let mut b = header();
-        b.extend(record(99, 1));
-        let e = parse_bin("x.bin", &b).unwrap_err().to_string();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.bin");
+        std::fs::write(&p, b"short").unwrap();
+        let e = crate::record::merge::index_bin(&p).unwrap_err().to_string();
         assert!(
-            e.contains("byte 112") && e.contains("record 0: unknown op 99"),
+            e.contains("x.bin: byte 0") && e.contains("5 bytes, shorter"),
             "{e}"
         );
+        let mut h = encode_header(42, 1);
+        h[0] = b'Q';
+        std::fs::write(&p, h).unwrap();
+        let e = read_dir(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("x.bin: byte 0: bad magic"), "{e}");
+        let p = write_bin(dir.path(), "x.bin", &[record(2, 1), record(99, 2)], &[]);
+        let e = crate::record::merge::index_bin(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("byte 200") && e.contains("record 1: unknown op 99"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
     }
 
     #[test]
@@ -404,18 +528,18 @@ mod tests {
     #[test]
     fn io_uring_processes_are_counted_once_each() {
         let dir = tempfile::tempdir().unwrap();
-        let mut bin = header();
-        bin.extend(record(15, 5));
-        for (name, pid) in [("42.1", 42u32), ("43.1", 43), ("44.1", 44)] {
-            let mut b = bin.clone();
-            b[16..20].copy_from_slice(&pid.to_le_bytes());
-            std::fs::write(dir.path().join(format!("{name}.bin")), b).unwrap();
-            let w = if pid == 44 {
-                ""
-            } else {
-                "W io_uring: this process set up an io_uring\n"
-            };
-            std::fs::write(dir.path().join(format!("{name}.txt")), format!("{w}E 1\n")).unwrap();
+        for pid in [42u32, 43, 44] {
+            let mut w = LogWriter::create(dir.path(), pid, 1, 1).unwrap();
+            w.record(&ShimRecord {
+                pid,
+                tid: pid,
+                ..record(15, 5)
+            })
+            .unwrap();
+            if pid != 44 {
+                w.warn("io_uring: this process set up an io_uring").unwrap();
+            }
+            w.finish(true).unwrap();
         }
         let logs = read_dir(dir.path()).unwrap();
         assert_eq!(logs.io_uring, vec![42, 43]);
@@ -424,7 +548,41 @@ mod tests {
             logs.warnings[0],
             "2 process(es) used io_uring; their writes are not recorded"
         );
-        assert_eq!(FileOp::from_code(logs.records[0].op), Some(FileOp::Spawn));
+        assert_eq!(FileOp::from_code(all(&logs)[0].op), Some(FileOp::Spawn));
         assert!(logs.lost.is_empty());
+    }
+
+    #[test]
+    fn static_mmap_and_unplaced_lines_are_aggregated() {
+        let dir = tempfile::tempdir().unwrap();
+        for pid in [42u32, 43] {
+            let mut w = LogWriter::create(dir.path(), pid, 1, 1).unwrap();
+            w.warn("static: /usr/bin/busybox").unwrap();
+            w.warn(&format!("static: /opt/static-{pid}")).unwrap();
+            w.warn("mmap: 8192 /data/a b.db").unwrap();
+            w.warn("unplaced: 100 /data/x: the file position is unknown")
+                .unwrap();
+            w.warn("terminated by SIGTERM").unwrap();
+            w.finish(pid == 42).unwrap();
+        }
+        let logs = read_dir(dir.path()).unwrap();
+        assert_eq!(logs.lost, vec![43], "a .bin without an E line");
+        assert_eq!((logs.static_execs, logs.mmap_mappings), (4, 2));
+        assert_eq!((logs.mmap_bytes, logs.unplaced_bytes), (16384, 200));
+        assert_eq!(
+            logs.warnings,
+            vec![
+                "terminated by SIGTERM".to_string(),
+                "4 exec(s) of statically linked programs were not recorded: /opt/static-42, /opt/static-43, /usr/bin/busybox".into(),
+                "16384 bytes may have been written through 2 shared mappings never msync'ed (not recorded): /data/a b.db".into(),
+                "200 written bytes could not be placed at a file offset (not recorded): /data/x (the file position is unknown)".into(),
+            ]
+        );
+        let many: BTreeSet<String> = (0..20).map(|i| format!("/p{i:02}")).collect();
+        assert!(
+            listing(&many).ends_with("/p07, and 12 more"),
+            "{}",
+            listing(&many)
+        );
     }
 }
