@@ -1,7 +1,9 @@
 //! Trace summary (`pcstream info`): one streaming pass (two when the capacity must be scanned),
-//! memory bounded by the capacity bitset and the number of distinct PCs, files and pids.
+//! memory bounded by the capacity bitset and the number of distinct PCs, files and pids. A
+//! file-level trace (the output of `record`) is summarised by [`crate::filetrace::info`] instead
+//! (`"kind": "file"`).
 //!
-//! Fields: path, source, page_bytes, rows, row_groups, capacity_pages (metadata or scanned) and
+//! Fields: kind ("block"), path, source, page_bytes, rows, row_groups, capacity_pages (metadata or scanned) and
 //! capacity_scanned, capacity_bytes, writes / trims / reads `{requests, pages}`, flushes,
 //! unique_lpns_written, footprint_bytes (unique pages written × page size), pcs `{count, top}`
 //! (distinct PCs of writes; top 10 by pages written with their share), files (distinct non-zero
@@ -22,6 +24,9 @@ pub const META_CLASSES: [&str; 6] = ["data", "journal", "inode", "directory", "b
 
 /// Summarise the trace at `path`; see the module documentation for the fields.
 pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
+    if crate::filetrace::info::is_file_trace(path) {
+        return crate::filetrace::info::summarize(path);
+    }
     let mut r = BlockTraceReader::open(path)?;
     let (capacity, scanned) = match r.meta().capacity_pages {
         Some(c) => (c, false),
@@ -90,6 +95,7 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
     let page = m.page_bytes as u64;
     let pair = |o: (u64, u64)| json!({"requests": o.0, "pages": o.1});
     Ok(json!({
+        "kind": "block",
         "path": path.display().to_string(),
         "source": m.source,
         "page_bytes": m.page_bytes,

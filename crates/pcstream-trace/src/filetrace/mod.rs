@@ -6,9 +6,10 @@
 //! tid, log order).
 //!
 //! [`event`] is the in-memory row, [`reader`] streams a file back into events, [`writer`] encodes
-//! events.
+//! events, [`info`] summarises a file (`pcstream info`).
 
 pub mod event;
+pub mod info;
 pub mod reader;
 pub mod writer;
 

@@ -221,6 +221,9 @@ impl FileTraceReader {
     pub fn num_rows(&self) -> u64 {
         self.rows
     }
+    pub fn num_row_groups(&self) -> usize {
+        self.groups.count()
+    }
     /// Op names this version does not know, with the number of rows of each.
     pub fn unknown_ops(&self) -> &BTreeMap<String, u64> {
         &self.unknown
