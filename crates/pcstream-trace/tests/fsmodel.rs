@@ -349,8 +349,57 @@ fn dirty_overwrites_are_absorbed() {
     assert_eq!((d[0].pages, d[0].pc, d[0].pid), (1, 13, 10));
     assert_eq!((d[1].pages, d[1].pc, d[1].pid), (1, 13, 20));
     assert_eq!(d[1].lpn, d[0].lpn + 1);
-    assert_eq!(s.absorbed_pages, 2);
-    assert_eq!(s.data_pages, 2);
+    // Page 0 was written 3 times while dirty: 2 absorbed writes, no page lost.
+    assert_eq!((s.absorbed_writes, s.absorbed_pages), (2, 0));
+    assert_eq!((s.dirtied_pages, s.data_pages), (2, 2));
+}
+
+#[test]
+fn absorbed_and_free_trimmed_pages_are_pages() {
+    // 20 000 writes of 10 bytes into 49 pages (written back by the fsync), a 5-page file
+    // deleted while dirty, and 10 files of 8 pages deleted last to first, each delete in its own
+    // commit: with discard_free_tail each discard covers the files deleted before it again.
+    let mut evs = vec![open(0, 10, 3, 1)];
+    for i in 0..20_000u64 {
+        evs.push(write(i * 1_000, 10, 3, 1, i * 10, 10, 7));
+    }
+    let touches: u64 = evs
+        .iter()
+        .filter(|e| e.op == FileOp::Write)
+        .map(|e| (e.offset + e.len).div_ceil(4096) - e.offset / 4096)
+        .sum();
+    evs.push(op(S, FileOp::Fsync, 10, 3, 1));
+    evs.push(op(S, FileOp::Close, 10, 3, 1));
+    evs.push(open(S, 10, 4, 2));
+    evs.push(write(S, 10, 4, 2, 0, 5 * 4096, 8));
+    evs.push(op(S, FileOp::Close, 10, 4, 2));
+    evs.push(op(S, FileOp::Unlink, 10, -1, 2));
+    for f in 3..=12 {
+        evs.push(open(2 * S, 10, 5, f));
+        evs.push(write(2 * S, 10, 5, f, 0, 8 * 4096, 9));
+        evs.push(op(2 * S, FileOp::Fsync, 10, 5, f));
+        evs.push(op(2 * S, FileOp::Close, 10, 5, f));
+    }
+    for f in (3..=12).rev() {
+        evs.push(op(
+            (100 + 10 * (12 - f as u64)) * S,
+            FileOp::Unlink,
+            10,
+            -1,
+            f,
+        ));
+    }
+    let (_, s) = run(opts(), &evs, 12);
+    assert_eq!(s.dirtied_pages, 49 + 5 + 80);
+    assert_eq!(s.absorbed_pages, 5, "the deleted dirty file");
+    assert_eq!(s.absorbed_writes, touches - 49);
+    assert_eq!(s.data_pages + s.absorbed_pages, s.dirtied_pages);
+    // Only the 80 pages of the deleted files held data; the rest of the discards covered free
+    // space again (the files deleted before: 8 × (0 + 1 + ... + 9) pages at least).
+    assert_eq!(s.trim_pages - s.trim_free_pages, 80, "{s:?}");
+    assert!(s.trim_free_pages >= 360, "{s:?}");
+    let (_, e) = run(exact_discards(), &evs, 12);
+    assert_eq!((e.trim_pages, e.trim_free_pages), (80, 0));
 }
 
 #[test]

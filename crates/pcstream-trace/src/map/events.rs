@@ -175,7 +175,8 @@ impl FsModel {
             for l in first..end {
                 added += f.dirty.dirty(l, page) as u64;
             }
-            self.out.s.absorbed_pages += (end - first) - added;
+            self.out.s.absorbed_writes += (end - first) - added;
+            self.out.s.dirtied_pages += added;
             self.dirty_pages += added;
             f.size = f.size.max(ev.offset + ev.len);
             f.last_pid = ev.pid;

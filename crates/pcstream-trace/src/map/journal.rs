@@ -296,6 +296,7 @@ impl FsModel {
         let pending = std::mem::take(&mut self.pending_free);
         for p in &pending {
             self.free.release(p.start, p.len);
+            self.out.freed(p.start, p.len);
             self.mark_untrimmed(p.start);
         }
         for p in &pending {

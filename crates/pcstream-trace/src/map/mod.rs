@@ -47,7 +47,7 @@ use freespace::{FreeSpace, InodeMap};
 use journal::Journal;
 use layout::{Layout, FLEX_GROUPS, ROOT_INO};
 pub use options::MapOptions;
-use output::Out;
+use output::{Bits, Out};
 pub use output::{FsError, MapSummary, MetaPages};
 use pagecache::{DirtyPage, DirtyPages, DirtyQueue};
 
@@ -246,6 +246,8 @@ impl FsModel {
                 capacity_pages: opts.capacity_pages,
                 ..Default::default()
             },
+            // mke2fs discards the device; free space holds no data.
+            discarded: Bits::ones(opts.capacity_pages),
         };
         let mut dir_index = FxHashMap::default();
         dir_index.insert(String::new(), 0);

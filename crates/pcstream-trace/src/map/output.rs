@@ -29,13 +29,24 @@ pub struct MapSummary {
     pub journal_pages: u64,
     /// Metadata pages written to their home locations, by class.
     pub metadata_pages: MetaPages,
-    /// Pages discarded (TRIM).
+    /// Pages discarded (TRIM), all of them.
     pub trim_pages: u64,
+    /// Of `trim_pages`, pages that held no data when discarded: discarded before and not
+    /// written since, or never written since mkfs (with `discard_free_tail` every delete
+    /// discards the free space after the freed extent again; `fstrim` trims free space).
+    pub trim_free_pages: u64,
     /// Cache-flush requests.
     pub flushes: u64,
-    /// Dirty page versions that never reached the disk (overwritten, truncated or deleted while
-    /// dirty).
+    /// Pages that became dirty (each page once per dirty period: from clean to dirty).
+    pub dirtied_pages: u64,
+    /// Dirty pages that never reached the disk: dropped by a truncate, punch or delete while
+    /// dirty. Once everything is written back, `dirtied_pages` = written-back data pages +
+    /// `absorbed_pages`.
     pub absorbed_pages: u64,
+    /// Page writes that landed on a page already dirty (the page's earlier version never
+    /// reached the disk). Counts writes, not pages: 1000 small writes into one page before its
+    /// writeback count 999.
+    pub absorbed_writes: u64,
     /// Files seen (each inode incarnation once).
     pub files: u64,
     pub commits: u64,
@@ -82,6 +93,54 @@ pub(crate) struct Out {
     pub barrier: bool,
     pub(super) max_req: u64,
     pub(super) s: MapSummary,
+    /// A bit per block: it holds no data for the device (discarded since it was last freed, or
+    /// never written since mkfs). Counts `trim_free_pages`.
+    pub(super) discarded: Bits,
+}
+
+/// A fixed-size bitmap with range operations.
+pub(crate) struct Bits {
+    words: Vec<u64>,
+    len: u64,
+}
+
+impl Bits {
+    /// `n` bits, all set.
+    pub(super) fn ones(n: u64) -> Bits {
+        let mut v = vec![u64::MAX; n.div_ceil(64) as usize];
+        if !n.is_multiple_of(64) {
+            if let Some(last) = v.last_mut() {
+                *last = (1u64 << (n % 64)) - 1;
+            }
+        }
+        Bits { words: v, len: n }
+    }
+
+    /// Set (`on`) or clear the bits `[start, start + len)` (clipped to the map); returns how
+    /// many of them were set before.
+    pub(super) fn set_range(&mut self, start: u64, len: u64, on: bool) -> u64 {
+        let end = start.saturating_add(len).min(self.len);
+        let mut was = 0;
+        let mut b = start;
+        while b < end {
+            let w = (b / 64) as usize;
+            let lo = b % 64;
+            let hi = (end - w as u64 * 64).min(64);
+            let mask = if hi - lo == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << (hi - lo)) - 1) << lo
+            };
+            was += (self.words[w] & mask).count_ones() as u64;
+            if on {
+                self.words[w] |= mask;
+            } else {
+                self.words[w] &= !mask;
+            }
+            b = w as u64 * 64 + hi;
+        }
+        was
+    }
 }
 
 impl Out {
@@ -152,6 +211,7 @@ impl Out {
         class: u16,
     ) {
         self.s.trim_pages += pages;
+        self.s.trim_free_pages += self.discarded.set_range(lpn, pages, true);
         let r = Request {
             op: Op::Trim as u8,
             lpn,
@@ -172,6 +232,12 @@ impl Out {
         }
     }
 
+    /// Blocks `[start, start + len)` that held data were freed: a discard of them is not one of
+    /// free space.
+    pub(super) fn freed(&mut self, start: u64, len: u64) {
+        self.discarded.set_range(start, len, false);
+    }
+
     pub fn flush(&mut self, sink: &mut dyn FnMut(Request)) {
         self.s.flushes += 1;
         let r = Request {
@@ -180,5 +246,23 @@ impl Out {
             ..Default::default()
         };
         self.push(sink, r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bit_ranges_count_what_was_set() {
+        let mut b = Bits::ones(200);
+        assert_eq!(b.set_range(10, 150, false), 150);
+        assert_eq!(b.set_range(0, 64, true), 10);
+        assert_eq!(b.set_range(60, 10, true), 4);
+        // Clipped at the end of the map; bits past 200 do not exist.
+        assert_eq!(b.set_range(150, 1000, true), 40);
+        assert_eq!(b.set_range(0, u64::MAX, true), 120);
+        assert_eq!(b.set_range(64, 64, false), 64);
+        assert_eq!(b.set_range(0, 200, true), 136);
     }
 }
