@@ -15,6 +15,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use super::{FileEvent, KEY_PATHS};
 use crate::blocktrace::TraceMeta;
@@ -105,6 +106,9 @@ impl FileTraceWriter {
                 ZstdLevel::try_new(3).expect("zstd level 3 exists"),
             ))
             .set_dictionary_enabled(true)
+            // Time stamps and offsets rarely repeat: a dictionary would only cost hashing.
+            .set_column_dictionary_enabled(ColumnPath::from("ts_ns"), false)
+            .set_column_dictionary_enabled(ColumnPath::from("offset"), false)
             .set_max_row_group_size(ROW_GROUP_ROWS)
             .build();
         let name = out

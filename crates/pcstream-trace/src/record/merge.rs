@@ -271,7 +271,10 @@ impl Cursor {
             let (start, len) = stream.runs[self.run];
             let take = ((len - self.at) as usize).min(want);
             let first = start + self.at as u64;
-            raw.resize(take * RECORD_BYTES, 0);
+            if raw.len() < take * RECORD_BYTES {
+                raw.resize(take * RECORD_BYTES, 0);
+            }
+            let raw = &mut raw[..take * RECORD_BYTES];
             f.read_exact_at(raw, HEADER_BYTES as u64 + first * RECORD_BYTES as u64)
                 .map_err(|e| changed(one_line(e)))?;
             for (k, r) in raw.chunks_exact(RECORD_BYTES).enumerate() {
