@@ -77,6 +77,7 @@ bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench,
 	$(CARGO) bench -p pcstream-trace --bench engine
 	$(CARGO) bench -p pcstream-trace --bench map
 	$(CARGO) bench -p pcstream-trace --bench import
+	$(CARGO) bench -p pcstream-trace --bench record
 	$(BIN)/pcstream bench --no-timing
 	$(BIN)/pcstream bench --timing
 	$(CARGO) run --release -p pcstream-core --example policy_cost
