@@ -40,6 +40,10 @@ pub const FORMAT_VERSION: &str = "1";
 /// The engine's page size, as the `pcstream.page_bytes` value; other sizes are rejected rather
 /// than silently rescaled.
 pub const PAGE_BYTES: u32 = pcstream_core::units::PAGE_BYTES as u32;
+/// The largest address space a trace may span: 2^40 pages (4 PiB). Importers refuse requests
+/// beyond it and readers refuse a `pcstream.capacity_pages` or a row past it, so every figure
+/// derived from addresses (capacity, bitmaps, page counts) stays far from 64-bit overflow.
+pub const MAX_PAGES: u64 = 1 << 40;
 
 /// Trace-level metadata. Missing optional keys mean "unknown": no capacity (readers then scan for
 /// max(lpn + pages)), empty source, empty tables.
@@ -162,12 +166,21 @@ impl TraceMeta {
                     }
                 }
                 KEY_CAPACITY => {
-                    m.capacity_pages = Some(v.trim().parse().map_err(|_| {
+                    let c: u64 = v.trim().parse().map_err(|_| {
                         bad(
                             k,
                             format!("'{v}' is not a number of pages; fix or remove the key"),
                         )
-                    })?)
+                    })?;
+                    if c > MAX_PAGES {
+                        return Err(bad(
+                            k,
+                            format!(
+                                "{c} pages is beyond the limit of {MAX_PAGES} pages (2^40, 4 PiB); fix or remove the key"
+                            ),
+                        ));
+                    }
+                    m.capacity_pages = Some(c)
                 }
                 KEY_AGED_ROWS | KEY_AGED_PAGES => {
                     let n: u64 = v.trim().parse().map_err(|_| {

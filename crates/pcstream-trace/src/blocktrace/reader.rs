@@ -22,11 +22,13 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
+use parquet::file::reader::ChunkReader;
 use pcstream_core::request::{Op, Request};
 
-use super::format::{TraceMeta, COLUMNS, REQUIRED};
+use super::format::{TraceMeta, COLUMNS, MAX_PAGES, REQUIRED};
 use super::rowgroups::RowGroups;
 use crate::error::{one_line, TraceError};
+use crate::guard::contain;
 
 /// Most rows per decoded batch, whatever the row-group size (bounds memory).
 pub const BATCH_ROWS: usize = 64 * 1024;
@@ -67,13 +69,19 @@ pub(crate) fn open_input(path: &Path) -> Result<File, TraceError> {
     Ok(f)
 }
 
-fn open_builder(path: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>, TraceError> {
-    let label = path.display().to_string();
-    let f = open_input(path)?;
-    ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| TraceError::NotParquet {
-        path: label,
-        why: one_line(e),
-    })
+/// Read the footer of `src` (a file, or bytes in memory) into a reader builder; a corrupt
+/// footer is [`TraceError::NotParquet`], also when the decoder panics on it.
+pub(crate) fn builder<T: ChunkReader + 'static>(
+    label: &str,
+    src: T,
+) -> Result<ParquetRecordBatchReaderBuilder<T>, TraceError> {
+    let not_parquet = |why: String| TraceError::NotParquet {
+        path: label.to_string(),
+        why,
+    };
+    contain(|| ParquetRecordBatchReaderBuilder::try_new(src))
+        .map_err(not_parquet)?
+        .map_err(|e| not_parquet(one_line(e)))
 }
 
 /// Integer Arrow types the reader converts (value by value, checked) to the column's width.
@@ -137,7 +145,23 @@ impl BlockTraceReader {
     /// known columns integer-typed).
     pub fn open(path: &Path) -> Result<BlockTraceReader, TraceError> {
         let label = path.display().to_string();
-        let b = open_builder(path)?;
+        let b = builder(&label, open_input(path)?)?;
+        BlockTraceReader::from_builder(path, label, b)
+    }
+
+    /// As [`open`](Self::open), from the bytes of a whole Parquet file (`label` names it in
+    /// errors). [`capacity_pages`](Self::capacity_pages) then needs the capacity key: there is
+    /// no file to scan.
+    pub fn from_bytes(label: &str, data: bytes::Bytes) -> Result<BlockTraceReader, TraceError> {
+        let b = builder(label, data)?;
+        BlockTraceReader::from_builder(Path::new(label), label.to_string(), b)
+    }
+
+    fn from_builder<T: ChunkReader + 'static>(
+        path: &Path,
+        label: String,
+        b: ParquetRecordBatchReaderBuilder<T>,
+    ) -> Result<BlockTraceReader, TraceError> {
         let md = b.metadata().clone();
         let pairs: Vec<(String, Option<String>)> = md
             .file_metadata()
@@ -181,14 +205,13 @@ impl BlockTraceReader {
         let groups = RowGroups::new(&label, &md);
         let rows = groups.rows();
         let mask = ProjectionMask::roots(b.parquet_schema(), selected);
-        let inner = b
-            .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .map_err(|e| TraceError::NotParquet {
-                path: label.clone(),
-                why: one_line(e),
-            })?;
+        let not_parquet = |why: String| TraceError::NotParquet {
+            path: label.clone(),
+            why,
+        };
+        let inner = contain(|| b.with_projection(mask).with_batch_size(BATCH_ROWS).build())
+            .map_err(not_parquet)?
+            .map_err(|e| not_parquet(one_line(e)))?;
         Ok(BlockTraceReader {
             path: path.to_path_buf(),
             label,
@@ -232,7 +255,9 @@ impl BlockTraceReader {
     /// is a flush, lpn + pages ≤ `pcstream.capacity_pages` when the key is present.
     pub fn next_batch(&mut self, out: &mut Vec<Request>) -> Result<bool, TraceError> {
         out.clear();
-        let batch = match self.inner.next() {
+        let next =
+            contain(|| self.inner.next()).map_err(|why| self.groups.decode_error(self.row, why))?;
+        let batch = match next {
             None => return Ok(false),
             Some(Err(e)) => return Err(self.groups.decode_error(self.row, e)),
             Some(Ok(b)) => b,
@@ -281,7 +306,7 @@ impl BlockTraceReader {
     }
 
     fn validate(&self, out: &[Request]) -> Result<(), TraceError> {
-        let cap = self.meta.capacity_pages.unwrap_or(u64::MAX);
+        let cap = self.meta.capacity_pages.unwrap_or(MAX_PAGES);
         // Fast check over the whole batch first; locate the culprit only when something is off.
         let ok = out.iter().all(|r| {
             r.op <= 3
@@ -321,7 +346,7 @@ impl BlockTraceReader {
                         r.lpn, r.pages
                     ),
                     None => format!(
-                        "lpn {} + {} pages overflows the 64-bit address space; fix the importer or the trace",
+                        "lpn {} + {} pages is beyond the limit of {MAX_PAGES} pages (2^40, 4 PiB); fix the importer or the trace",
                         r.lpn, r.pages
                     ),
                 };

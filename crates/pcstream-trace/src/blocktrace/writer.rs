@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::arrow::{encode_arrow_schema, ArrowWriter, ARROW_SCHEMA_META_KEY};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -25,6 +26,30 @@ use crate::error::{one_line, TraceError};
 pub const DEFAULT_ROW_GROUP_ROWS: usize = 1 << 20;
 /// Rows buffered before they are handed to the Parquet encoder.
 const CHUNK_ROWS: usize = 64 * 1024;
+
+/// The temporary file an output `path` is written to before it is renamed into place. Refuses a
+/// `path` that exists and is not a regular file (a device node such as /dev/null, a FIFO, a
+/// directory): renaming over it would replace the node with a file.
+pub(crate) fn temp_path(path: &Path) -> Result<PathBuf, TraceError> {
+    let label = path.display().to_string();
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() {
+            return Err(TraceError::Io {
+                path: label,
+                why: "exists and is not a regular file (a device, FIFO or directory); give a file name for the output".into(),
+            });
+        }
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| TraceError::Io {
+            path: label.clone(),
+            why: "the path names no file; give a file name for the output".into(),
+        })?
+        .to_string_lossy()
+        .into_owned();
+    Ok(path.with_file_name(format!("{name}.tmp-{}", std::process::id())))
+}
 
 /// Writes one block trace; see the module documentation.
 pub struct BlockTraceWriter {
@@ -67,12 +92,7 @@ impl BlockTraceWriter {
                 one_line(e)
             ),
         };
-        let name = path
-            .file_name()
-            .ok_or_else(|| io(&"the path names no file"))?
-            .to_string_lossy()
-            .into_owned();
-        let tmp = path.with_file_name(format!("{name}.tmp-{}", std::process::id()));
+        let tmp = temp_path(path)?;
         let file = File::create(&tmp).map_err(|e| io(&e))?;
         let schema = Arc::new(Schema::new(
             COLUMNS
@@ -87,10 +107,15 @@ impl BlockTraceWriter {
             ))
             .set_max_row_group_size(row_group_rows)
             .build();
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(&e)
-        })?;
+        // The embedded Arrow schema is written at `finish`, with the metadata known by then.
+        let options = ArrowWriterOptions::new()
+            .with_properties(props)
+            .with_skip_arrow_metadata(true);
+        let writer =
+            ArrowWriter::try_new_with_options(file, schema.clone(), options).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                io(&e)
+            })?;
         Ok(BlockTraceWriter {
             path: path.to_path_buf(),
             label,
@@ -216,7 +241,19 @@ impl BlockTraceWriter {
             }
         }
         let mut w = self.writer.take().expect("writer open until finish");
-        for (k, v) in self.meta.to_pairs() {
+        let pairs = self.meta.to_pairs();
+        // The same keys in the embedded Arrow schema: pyarrow, pandas and polars read a table's
+        // metadata from there, not from the footer's key-value pairs.
+        let with_meta = self
+            .schema
+            .as_ref()
+            .clone()
+            .with_metadata(pairs.iter().cloned().collect());
+        w.append_key_value_metadata(KeyValue::new(
+            ARROW_SCHEMA_META_KEY.to_string(),
+            encode_arrow_schema(&with_meta),
+        ));
+        for (k, v) in pairs {
             w.append_key_value_metadata(KeyValue::new(k, v));
         }
         let fail = |what: &str, e: &dyn std::fmt::Display| TraceError::Io {

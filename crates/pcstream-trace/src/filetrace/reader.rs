@@ -11,7 +11,6 @@
 //! 0 when absent (`fd` as -1).
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::Path;
 
 use arrow_array::cast::AsArray;
@@ -22,12 +21,14 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
+use parquet::file::reader::ChunkReader;
 
 use super::{FileEvent, FileOp, KEY_PATHS};
-use crate::blocktrace::reader::{is_integer, open_input};
+use crate::blocktrace::reader::{builder, is_integer, open_input};
 use crate::blocktrace::rowgroups::RowGroups;
 use crate::blocktrace::TraceMeta;
 use crate::error::{one_line, TraceError};
+use crate::guard::contain;
 
 /// Most rows per decoded batch (bounds memory whatever the row-group size).
 pub const FILE_BATCH_ROWS: usize = 64 * 1024;
@@ -116,12 +117,20 @@ impl FileTraceReader {
     /// Open `path`: read the footer (`pcstream.*` keys and the path table) and check the schema.
     pub fn open(path: &Path) -> Result<FileTraceReader, TraceError> {
         let label = path.display().to_string();
-        let f: File = open_input(path)?;
-        let b =
-            ParquetRecordBatchReaderBuilder::try_new(f).map_err(|e| TraceError::NotParquet {
-                path: label.clone(),
-                why: one_line(e),
-            })?;
+        let b = builder(&label, open_input(path)?)?;
+        FileTraceReader::from_builder(label, b)
+    }
+
+    /// As [`open`](Self::open), from the bytes of a whole Parquet file (`label` names it).
+    pub fn from_bytes(label: &str, data: bytes::Bytes) -> Result<FileTraceReader, TraceError> {
+        let b = builder(label, data)?;
+        FileTraceReader::from_builder(label.to_string(), b)
+    }
+
+    fn from_builder<T: ChunkReader + 'static>(
+        label: String,
+        b: ParquetRecordBatchReaderBuilder<T>,
+    ) -> Result<FileTraceReader, TraceError> {
         let md = b.metadata().clone();
         let pairs: Vec<(String, Option<String>)> = md
             .file_metadata()
@@ -189,14 +198,17 @@ impl FileTraceReader {
         let groups = RowGroups::new(&label, &md);
         let rows = groups.rows();
         let mask = ProjectionMask::roots(b.parquet_schema(), selected);
-        let inner = b
-            .with_projection(mask)
-            .with_batch_size(FILE_BATCH_ROWS)
-            .build()
-            .map_err(|e| TraceError::NotParquet {
-                path: label.clone(),
-                why: one_line(e),
-            })?;
+        let not_parquet = |why: String| TraceError::NotParquet {
+            path: label.clone(),
+            why,
+        };
+        let inner = contain(|| {
+            b.with_projection(mask)
+                .with_batch_size(FILE_BATCH_ROWS)
+                .build()
+        })
+        .map_err(not_parquet)?
+        .map_err(|e| not_parquet(one_line(e)))?;
         Ok(FileTraceReader {
             meta,
             paths,
@@ -243,7 +255,9 @@ impl FileTraceReader {
     /// `Ok(false)` once the trace is exhausted.
     pub fn next_batch(&mut self, out: &mut Vec<FileEvent>) -> Result<bool, TraceError> {
         out.clear();
-        let batch = match self.inner.next() {
+        let next =
+            contain(|| self.inner.next()).map_err(|why| self.groups.decode_error(self.row, why))?;
+        let batch = match next {
             None => return Ok(false),
             Some(Err(e)) => return Err(self.groups.decode_error(self.row, e)),
             Some(Ok(b)) => b,

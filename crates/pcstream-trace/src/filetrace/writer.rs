@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::ArrowWriter;
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::arrow::{encode_arrow_schema, ArrowWriter, ARROW_SCHEMA_META_KEY};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -111,14 +112,15 @@ impl FileTraceWriter {
             .set_column_dictionary_enabled(ColumnPath::from("offset"), false)
             .set_max_row_group_size(ROW_GROUP_ROWS)
             .build();
-        let name = out
-            .file_name()
-            .ok_or_else(|| io(&"the path names no file"))?
-            .to_string_lossy()
-            .into_owned();
-        let tmp = out.with_file_name(format!("{name}.tmp-{}", std::process::id()));
+        let tmp = crate::blocktrace::writer::temp_path(out)?;
         let file = File::create(&tmp).map_err(|e| io(&e))?;
-        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| {
+        // The embedded Arrow schema is written by `finish`, with the footer's keys in its
+        // metadata: that is where pyarrow, pandas and polars look, and the keys are known only
+        // at the end.
+        let options = ArrowWriterOptions::new()
+            .with_properties(props)
+            .with_skip_arrow_metadata(true);
+        let writer = ArrowWriter::try_new_with_options(file, schema.clone(), options).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             io(&e)
         })?;
@@ -179,13 +181,23 @@ impl FileTraceWriter {
             self.flush()?;
         }
         let mut w = self.writer.take().expect("writer open until finish");
-        for (k, v) in meta.to_pairs() {
-            w.append_key_value_metadata(KeyValue::new(k, v));
-        }
-        w.append_key_value_metadata(KeyValue::new(
+        let mut pairs = meta.to_pairs();
+        pairs.push((
             KEY_PATHS.to_string(),
             serde_json::to_string(paths).expect("a string map serialises"),
         ));
+        let with_keys = self
+            .schema
+            .as_ref()
+            .clone()
+            .with_metadata(pairs.iter().cloned().collect());
+        w.append_key_value_metadata(KeyValue::new(
+            ARROW_SCHEMA_META_KEY.to_string(),
+            encode_arrow_schema(&with_keys),
+        ));
+        for (k, v) in pairs {
+            w.append_key_value_metadata(KeyValue::new(k, v));
+        }
         let res = match w.close() {
             Err(e) => Err(self.fail("closing", &e)),
             Ok(_) => std::fs::rename(&self.tmp, &self.path).map_err(|e| self.fail("renaming", &e)),
