@@ -227,6 +227,7 @@ impl SsdConfig {
                 "channels, ways, blocks_per_die and pages_per_block must all be ≥ 1".into(),
             );
         }
+        crate::memory::check_sizes(self)?;
         if g.page_bytes as u64 != PAGE_BYTES {
             return bad(format!(
                 "page_bytes = {} is not supported; the engine models {PAGE_BYTES}-byte pages",

@@ -10,6 +10,9 @@ pub enum ConfigError {
     UnknownPreset(String),
     #[error("impossible SSD geometry: {0}")]
     Impossible(String),
+    /// The device's engine state does not fit the memory available (the message has the figures).
+    #[error("{0}")]
+    Memory(String),
 }
 
 #[derive(Debug, Error)]

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod error;
 pub mod ftl;
+pub mod memory;
 pub mod metrics;
 pub mod placement;
 pub mod prefetch;

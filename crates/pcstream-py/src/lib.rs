@@ -50,6 +50,7 @@ fn sim_err(e: SimError) -> PyErr {
 fn trace_err(e: TraceError) -> PyErr {
     match e {
         TraceError::Gen(s) => UsageError::new_err(s),
+        TraceError::Memory(s) => ConfigError::new_err(s),
         other => InputError::new_err(other.to_string()),
     }
 }

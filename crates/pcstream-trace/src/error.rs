@@ -41,6 +41,9 @@ pub enum TraceError {
     /// Reading or writing failed (`why` says what and what to do).
     #[error("{path}: {why}")]
     Io { path: String, why: String },
+    /// Not enough memory for what the input asks (the message has the figures).
+    #[error("{0}")]
+    Memory(String),
     /// Bad generator parameters (unknown kind, impossible sizes, malformed mix spec).
     #[error("{0}")]
     Gen(String),

@@ -14,8 +14,10 @@ pub mod blocktrace;
 pub mod error;
 pub mod filetrace;
 pub mod gen;
+pub mod guard;
 pub mod import;
 pub mod map;
+pub mod memory;
 pub mod record;
 pub mod run;
 

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use pcstream_core::placement::{registry, Attrs};
 use pcstream_core::{Request, SimError, SimOptions, SimResult, Simulator, SsdConfig};
 
 use crate::blocktrace::{scan_capacity, BlockTraceReader};
@@ -47,7 +48,13 @@ pub fn run_with_table_file(
         false => None,
     };
     let policy = opts.policy.clone();
-    let mut r = run_trace(path, cfg, opts, text.as_deref(), progress)?;
+    let mut r = run_trace(
+        path,
+        cfg,
+        opts,
+        text.as_deref().map(|t| (t, label.as_str())),
+        progress,
+    )?;
     let saved = r.saved_table.take().ok_or(RunError::NoTable(policy))?;
     std::fs::write(t, saved).map_err(|e| TraceError::Io {
         path: label.clone(),
@@ -57,12 +64,13 @@ pub fn run_with_table_file(
     Ok(r)
 }
 
-/// Simulate `path` on `cfg`. `progress(done_rows, total_rows)` returns false to stop.
+/// Simulate `path` on `cfg`, with the persistent policy table `table` (its text, and the file it
+/// came from for errors) loaded first. `progress(done_rows, total_rows)` returns false to stop.
 pub fn run_trace(
     path: &Path,
     cfg: &SsdConfig,
     opts: SimOptions,
-    table: Option<&str>,
+    table: Option<(&str, &str)>,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<SimResult, RunError> {
     let label = path.display().to_string();
@@ -83,9 +91,30 @@ pub fn run_trace(
     }
     let total = reader.num_rows();
     let aged_rows = reader.meta().aged.map_or(0, |a| a.rows);
+    // Before anything is allocated: the engine state must fit the memory available.
+    let with_death = registry::POLICIES
+        .iter()
+        .any(|p| p.name == opts.policy && p.sees.has(Attrs::DEATH));
+    crate::memory::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
     let mut sim = Simulator::new(cfg, opts).map_err(RunError::Sim)?;
-    if let Some(t) = table {
-        sim.policy_mut().load_state(t).map_err(RunError::Sim)?;
+    if let Some((t, label)) = table {
+        if sim.policy_mut().save_state().is_none() {
+            return Err(RunError::NoTable(sim.policy_mut().name().to_string()));
+        }
+        // The table is a file the user gave: a malformed one is a bad input file.
+        sim.policy_mut().load_state(t).map_err(|e| {
+            let why = match e {
+                SimError::BadParam(w) | SimError::State(w) => w,
+                other => other.to_string(),
+            };
+            RunError::Trace(TraceError::Io {
+                path: label.to_string(),
+                why: format!(
+                    "not a usable policy table ({}); remove the file to start a new table",
+                    crate::error::one_line(why)
+                ),
+            })
+        })?;
     }
     // Row numbers in messages count from the file's first row, aged rows included.
     let with_index = |offset: u64| {

@@ -36,6 +36,13 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
         path: path.display().to_string(),
         why: format!("capacity of {capacity} pages is too large to summarise on this machine"),
     })?;
+    crate::memory::check(
+        words as u64 * 8,
+        &format!("{}: summarising {capacity} pages", path.display()),
+        "a bitmap of the pages written",
+        "summarise a trace of a smaller capacity or use a machine with more memory",
+    )
+    .map_err(TraceError::Memory)?;
     let mut seen = vec![0u64; words];
     let mut unique = 0u64;
     let mut ops = [(0u64, 0u64); 4];
