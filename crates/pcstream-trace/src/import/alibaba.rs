@@ -1,7 +1,7 @@
 //! Alibaba cloud block traces (2020) `io_traces.csv`: `device_id,opcode,offset,length,timestamp`;
 //! opcode `R`/`W`, offset and length in bytes, timestamp in µs since the Unix epoch.
 
-use super::{fields, num, IoRecord, LineParser};
+use super::{fields, num, scaled, IoRecord, LineParser};
 use pcstream_core::request::Op;
 
 pub struct Alibaba;
@@ -15,7 +15,7 @@ impl LineParser for Alibaba {
             other => return Err(format!("opcode '{other}' is neither R nor W")),
         };
         rec.set(
-            num(f[4], "timestamp")?.saturating_mul(1000),
+            scaled(num(f[4], "timestamp")?, 1000, "timestamp", "µs")?,
             op,
             num(f[2], "offset")?,
             num(f[3], "length")?,

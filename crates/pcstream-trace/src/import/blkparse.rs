@@ -5,8 +5,12 @@
 //! write. Summary and message lines (e.g. `CPU0 (…)`, `Total`) and other
 //! actions are skipped. The device is `maj,min`.
 
-use super::{num, IoRecord, LineParser};
+use super::{num, scaled, IoRecord, LineParser};
 use pcstream_core::request::Op;
+
+/// The letters of a blkparse rwbs field: F (flush / FUA), W, R, D (discard), E (secure erase),
+/// N (no data), A (read-ahead), S (sync), M (metadata).
+const RWBS: &str = "FWRDENASM";
 
 #[derive(Default)]
 pub struct Blkparse {
@@ -35,6 +39,11 @@ impl LineParser for Blkparse {
             return Ok(false);
         }
         let rwbs = f[6];
+        if let Some(c) = rwbs.chars().find(|c| !RWBS.contains(*c)) {
+            return Err(format!(
+                "rwbs '{rwbs:.16}' has the letter '{c}', not one of blkparse's ({RWBS})"
+            ));
+        }
         let op = if rwbs.contains('D') {
             Op::Trim
         } else if rwbs.contains('W') {
@@ -44,15 +53,16 @@ impl LineParser for Blkparse {
         } else if rwbs.contains('F') {
             Op::Flush
         } else {
-            return Ok(false);
+            return Ok(false); // N (no data), or only modifiers: not a request that moves pages
         };
         let (sec, nsec) = f[3]
             .split_once('.')
-            .ok_or_else(|| format!("time '{}' is not sec.nsec", f[3]))?;
-        let ts_ns = num(sec, "seconds")?
-            .saturating_mul(1_000_000_000)
-            .saturating_add(num(nsec, "nanoseconds")?);
-        let pid = num(f[4], "pid")? as u32;
+            .ok_or_else(|| format!("time '{:.40}' is not sec.nsec", f[3]))?;
+        let ts_ns = scaled(num(sec, "seconds")?, 1_000_000_000, "time", "s")?
+            .checked_add(num(nsec, "nanoseconds")?)
+            .ok_or_else(|| format!("time '{}' overflows 64-bit nanoseconds; fix the line", f[3]))?;
+        let pid = u32::try_from(num(f[4], "pid")?)
+            .map_err(|_| format!("pid '{}' is larger than 2^32 - 1", f[4]))?;
         let (sector, sectors) = if op == Op::Flush && f.len() < 10 {
             (0, 0)
         } else {
@@ -69,8 +79,8 @@ impl LineParser for Blkparse {
         rec.set(
             ts_ns,
             op,
-            sector.saturating_mul(512),
-            sectors.saturating_mul(512),
+            scaled(sector, 512, "sector", "512 B")?,
+            scaled(sectors, 512, "nsectors", "512 B")?,
             pid,
         );
         rec.device_from(&[&f[0]]);

@@ -3,7 +3,7 @@
 //! lines carry a leading timestamp in ms: `TS FILE ACTION [OFFSET LENGTH]`. ACTION is
 //! read/write/trim/sync/datasync; offsets and lengths in bytes. The device is the file name.
 
-use super::{num, IoRecord, LineParser};
+use super::{num, scaled, IoRecord, LineParser};
 use pcstream_core::request::Op;
 
 #[derive(Default)]
@@ -28,7 +28,7 @@ impl LineParser for FioLog {
             if f.is_empty() {
                 return Ok(false);
             }
-            num(f.remove(0), "timestamp (ms)")?.saturating_mul(1_000_000)
+            scaled(num(f.remove(0), "timestamp")?, 1_000_000, "timestamp", "ms")?
         } else {
             self.index += 1;
             self.index * 1000

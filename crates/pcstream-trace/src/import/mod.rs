@@ -12,6 +12,10 @@ pub mod fio;
 pub mod mqsim;
 pub mod msr;
 pub mod tencent;
+pub mod text;
+
+pub use text::MAX_LINE_BYTES;
+pub(crate) use text::{fields, num, scaled, words};
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -21,8 +25,10 @@ use std::sync::Arc;
 use pcstream_core::request::{Op, Request};
 use pcstream_core::units::PAGE_BYTES;
 
+use crate::blocktrace::format::MAX_PAGES;
 use crate::blocktrace::{BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
 use crate::error::{one_line, TraceError};
+use text::Line;
 
 /// Formats `pcstream import` understands.
 pub const FORMATS: &[&str] = &["blkparse", "msr", "alibaba", "tencent", "fio", "mqsim"];
@@ -176,6 +182,9 @@ pub struct ImportReport {
     /// The malformed lines skipped, as `FILE:LINE: what` (at most 100 kept).
     pub skipped: Vec<String>,
     pub skipped_count: u64,
+    /// Requests whose time was earlier than the previous request's (the file's order is kept;
+    /// the time is clamped to the previous one).
+    pub reordered: u64,
 }
 
 /// Counts the bytes read from the file itself (compressed bytes for `.gz`/`.zst`), so progress
@@ -230,7 +239,8 @@ const PROGRESS_LINES: u64 = 1 << 16;
 /// (an error, no output).
 ///
 /// Errors: an unknown format is [`TraceError::Gen`]; a malformed line (beyond `skip_bad`), a
-/// request beyond `capacity_pages`, or an unreadable file is [`TraceError::Io`] naming
+/// line longer than [`MAX_LINE_BYTES`], a request beyond `capacity_pages` or [`MAX_PAGES`],
+/// an input without a single request, or an unreadable file is [`TraceError::Io`] naming
 /// `FILE:LINE`. No output file is left behind on any error.
 pub fn import(
     format: &str,
@@ -240,12 +250,9 @@ pub fn import(
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<ImportReport, TraceError> {
     let label = input.display().to_string();
-    let mut p = parser(format).ok_or_else(|| {
-        TraceError::Gen(format!(
-            "unknown import format '{format}'; use one of: {}",
-            FORMATS.join(", ")
-        ))
-    })?;
+    if parser(format).is_none() {
+        return Err(unknown_format(format));
+    }
     opts.check_meta_map().map_err(TraceError::Gen)?;
     let read = Arc::new(AtomicU64::new(0));
     let mut reader = open_counted(input, read.clone())?;
@@ -255,36 +262,119 @@ pub fn import(
         ..Default::default()
     };
     let mut w = BlockTraceWriter::create(out, &meta, DEFAULT_ROW_GROUP_ROWS)?;
+    let rep = import_lines(
+        format,
+        &label,
+        &mut *reader,
+        opts,
+        &mut |r| w.push(r),
+        &mut || progress(read.load(Ordering::Relaxed), file_bytes),
+    )?;
+    w.set_meta(&TraceMeta {
+        capacity_pages: Some(rep.capacity_pages),
+        ..meta
+    });
+    w.finish()?;
+    progress(read.load(Ordering::Relaxed), file_bytes);
+    Ok(rep)
+}
+
+fn unknown_format(format: &str) -> TraceError {
+    TraceError::Gen(format!(
+        "unknown import format '{format}'; use one of: {}",
+        FORMATS.join(", ")
+    ))
+}
+
+/// The heart of [`import`], on any line source: parse each line of `reader` (named `label` in
+/// errors) as `format` and hand every resulting row to `sink`, in order. `tick()` is called every
+/// 64 Ki lines; `false` stops the import. Returns the report with the capacity set.
+///
+/// Every row handed to `sink` is valid for the block-trace writer: op 0..=3, pages ≥ 1 unless a
+/// flush, `lpn + pages` ≤ the capacity (given, or at most [`MAX_PAGES`]), timestamps
+/// non-decreasing from 0.
+pub fn import_lines(
+    format: &str,
+    label: &str,
+    reader: &mut dyn BufRead,
+    opts: &ImportOptions,
+    sink: &mut dyn FnMut(&Request) -> Result<(), TraceError>,
+    tick: &mut dyn FnMut() -> bool,
+) -> Result<ImportReport, TraceError> {
+    let mut p = parser(format).ok_or_else(|| unknown_format(format))?;
+    opts.check_meta_map().map_err(TraceError::Gen)?;
+    if let Some(c) = opts.capacity_pages.filter(|&c| c > MAX_PAGES) {
+        return Err(TraceError::Gen(format!(
+            "--capacity {c} pages is beyond {MAX_PAGES} pages (2^40, 4 PiB), the largest trace pcstream takes"
+        )));
+    }
     let mut rep = ImportReport::default();
     let mut first_ts: Option<u64> = None;
+    let mut last_ts = 0u64;
     let mut max_end = 0u64;
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     let mut rec = IoRecord::default();
     let mut pieces: Vec<(u64, u64, u8)> = Vec::new();
     let at = |line: u64| format!("{label}:{line}");
     loop {
-        line.clear();
-        let n = reader.read_line(&mut line).map_err(|e| TraceError::Io {
-            path: at(rep.lines + 1),
-            why: format!(
-                "cannot read ({}); is the file complete, text, and of the compression its name says?",
-                one_line(e)
-            ),
+        let kind = text::read_line(reader, &mut bytes, MAX_LINE_BYTES).map_err(|e| {
+            TraceError::Io {
+                path: at(rep.lines + 1),
+                why: format!(
+                    "cannot read ({}); is the file complete, text, and of the compression its name says?",
+                    one_line(e)
+                ),
+            }
         })?;
-        if n == 0 {
-            break;
+        match kind {
+            Line::End => break,
+            Line::TooLong => {
+                return Err(TraceError::Io {
+                    path: at(rep.lines + 1),
+                    why: format!(
+                        "line longer than {MAX_LINE_BYTES} bytes (1 MiB); is this a {format} trace? check the file and the format"
+                    ),
+                })
+            }
+            Line::Text => {}
         }
         rep.lines += 1;
-        if rep.lines % PROGRESS_LINES == 0 && !progress(read.load(Ordering::Relaxed), file_bytes) {
+        if rep.lines % PROGRESS_LINES == 0 && !tick() {
             return Err(TraceError::Gen("import interrupted".into()));
         }
-        let text = line.trim_end_matches(['\n', '\r']);
-        if text.trim_start().is_empty() {
-            continue;
-        }
-        match p.parse(text, &mut rec) {
-            Ok(true) => {}
-            Ok(false) => continue,
+        let parsed = match std::str::from_utf8(&bytes) {
+            Err(e) => Err(format!(
+                "not UTF-8 text (invalid byte at column {}); is this a {format} trace?",
+                e.valid_up_to() + 1
+            )),
+            Ok(text) => {
+                let text = text.trim_end_matches('\r');
+                if text.trim_start().is_empty() {
+                    continue;
+                }
+                if let Some(i) = text.find('\0') {
+                    Err(format!(
+                        "NUL byte at column {}; is this a {format} trace (text)?",
+                        i + 1
+                    ))
+                } else {
+                    p.parse(text, &mut rec)
+                }
+            }
+        };
+        // Lines of other devices are counted before their addresses are checked.
+        let parsed = match parsed {
+            Ok(true) if opts.device.as_ref().is_some_and(|d| &rec.device != d) => {
+                rep.filtered_out += 1;
+                continue;
+            }
+            Ok(true) => pages_of(&rec).map(Some),
+            Ok(false) => Ok(None),
+            Err(e) => Err(e),
+        };
+        let (lpn, end) = match parsed {
+            Ok(Some(range)) => range,
+            Ok(None) => continue,
             Err(what) => {
                 rep.skipped_count += 1;
                 if rep.skipped_count > opts.skip_bad {
@@ -303,35 +393,10 @@ pub fn import(
                 }
                 continue;
             }
-        }
-        if let Some(d) = &opts.device {
-            if &rec.device != d {
-                rep.filtered_out += 1;
-                continue;
-            }
-        }
+        };
         if rec.len_bytes == 0 && rec.op != Op::Flush {
             continue; // zero-length I/O moves no page
         }
-        let base = *first_ts.get_or_insert(rec.ts_ns);
-        let lpn = rec.offset_bytes / PAGE_BYTES;
-        let end = rec
-            .offset_bytes
-            .checked_add(rec.len_bytes)
-            .map(|e| e.div_ceil(PAGE_BYTES))
-            .filter(|&e| e - lpn <= u32::MAX as u64)
-            .ok_or_else(|| TraceError::Io {
-                path: at(rep.lines),
-                why: format!(
-                    "offset {} + {} bytes is not a valid range (it overflows or spans more than 2^32 pages); fix the line",
-                    rec.offset_bytes, rec.len_bytes
-                ),
-            })?;
-        let pages = if rec.op == Op::Flush {
-            0
-        } else {
-            (end - lpn) as u32
-        };
         if let Some(cap) = opts.capacity_pages {
             if rec.op != Op::Flush && end > cap {
                 return Err(TraceError::Io {
@@ -343,23 +408,29 @@ pub fn import(
                 });
             }
         }
+        // Times keep the file's order: one earlier than the previous request's (reordered by
+        // the tracer, as real MSR and blkparse traces are) is clamped to it and counted.
+        let base = *first_ts.get_or_insert(rec.ts_ns);
+        if rec.ts_ns < last_ts {
+            rep.reordered += 1;
+        }
+        last_ts = last_ts.max(rec.ts_ns);
+        let pages = if rec.op == Op::Flush {
+            0
+        } else {
+            (end - lpn) as u32 // at most 2^32 - 1: checked by `pages_of`
+        };
         if rec.op != Op::Flush {
             max_end = max_end.max(end);
         }
         match rec.op {
-            Op::Write => rep.writes += 1,
-            Op::Read => rep.reads += 1,
-            Op::Trim => rep.trims += 1,
-            Op::Flush => rep.flushes += 1,
-        }
-        match rec.op {
-            Op::Write => rep.write_pages += pages as u64,
-            Op::Read => rep.read_pages += pages as u64,
-            Op::Trim => rep.trim_pages += pages as u64,
-            Op::Flush => {}
-        }
+            Op::Write => (rep.writes += 1, rep.write_pages += pages as u64),
+            Op::Read => (rep.reads += 1, rep.read_pages += pages as u64),
+            Op::Trim => (rep.trims += 1, rep.trim_pages += pages as u64),
+            Op::Flush => (rep.flushes += 1, ()),
+        };
         let mut r = Request {
-            ts_ns: rec.ts_ns.saturating_sub(base),
+            ts_ns: last_ts - base,
             op: rec.op as u8,
             lpn,
             pages,
@@ -367,7 +438,7 @@ pub fn import(
             ..Default::default()
         };
         if opts.meta_map.is_empty() || rec.op == Op::Flush {
-            w.push(&r)?;
+            sink(&r)?;
             rep.rows += 1;
         } else {
             pieces.clear();
@@ -378,98 +449,53 @@ pub fn import(
                 r.lpn = l;
                 r.pages = n as u32;
                 r.meta = c;
-                w.push(&r)?;
+                sink(&r)?;
                 rep.rows += 1;
             }
         }
     }
+    if rep.rows == 0 {
+        let mut why = format!("no requests to import in {} lines", rep.lines);
+        if rep.filtered_out > 0 {
+            why += &format!(", {} of other devices than --device", rep.filtered_out);
+        }
+        if rep.skipped_count > 0 {
+            why += &format!(", {} malformed lines skipped", rep.skipped_count);
+        }
+        return Err(TraceError::Io {
+            path: label.to_string(),
+            why: format!(
+                "{why}; check that the file is a {format} trace with read, write, trim or flush lines (and --device)"
+            ),
+        });
+    }
     rep.capacity_pages = opts.capacity_pages.unwrap_or(max_end);
-    w.set_meta(&TraceMeta {
-        capacity_pages: Some(rep.capacity_pages),
-        ..meta
-    });
-    w.finish()?;
-    progress(read.load(Ordering::Relaxed), file_bytes);
     Ok(rep)
 }
 
-/// Parse a field as an unsigned integer (surrounding blanks allowed), naming it in the error.
-/// A byte loop rather than `str::parse`: this is the importers' innermost step.
-pub(crate) fn num(field: &str, what: &str) -> Result<u64, String> {
-    let t = field.trim_matches([' ', '\t']);
-    let mut v = 0u64;
-    let ok = !t.is_empty()
-        && t.bytes().all(|b| {
-            let d = b.wrapping_sub(b'0');
-            match v.checked_mul(10).and_then(|x| x.checked_add(d as u64)) {
-                Some(x) if d < 10 => {
-                    v = x;
-                    true
-                }
-                _ => false,
-            }
-        });
-    if ok {
-        Ok(v)
-    } else {
-        Err(format!(
-            "{what} '{}' is not a non-negative integer",
-            field.trim()
-        ))
+/// The page range `(lpn, end)` of a parsed record: a partial page at either end counts as a
+/// page; it must end within [`MAX_PAGES`] and span fewer than 2^32 pages. Flushes carry no range.
+fn pages_of(rec: &IoRecord) -> Result<(u64, u64), String> {
+    if rec.op == Op::Flush {
+        return Ok((0, 0));
     }
-}
-
-/// Split a CSV line into exactly `N` fields (no allocation; one pass over the bytes).
-pub(crate) fn fields<'a, const N: usize>(
-    line: &'a str,
-    layout: &str,
-) -> Result<[&'a str; N], String> {
-    let mut out = [""; N];
-    let mut n = 0;
-    let mut from = 0;
-    for (i, &b) in line.as_bytes().iter().enumerate() {
-        if b == b',' {
-            if n < N {
-                // ',' is ASCII, so `from..i` lies on character boundaries.
-                out[n] = &line[from..i];
-            }
-            n += 1;
-            from = i + 1;
-        }
-    }
-    if n < N {
-        out[n] = &line[from..];
-    }
-    n += 1;
-    if n != N {
+    let lpn = rec.offset_bytes / PAGE_BYTES;
+    let end = rec
+        .offset_bytes
+        .checked_add(rec.len_bytes)
+        .map(|e| e.div_ceil(PAGE_BYTES))
+        .filter(|&e| e <= MAX_PAGES)
+        .ok_or_else(|| {
+            format!(
+                "offset {} + {} bytes ends beyond {MAX_PAGES} pages (2^40 pages, 4 PiB), the largest address pcstream takes",
+                rec.offset_bytes, rec.len_bytes
+            )
+        })?;
+    if end - lpn > u32::MAX as u64 {
         return Err(format!(
-            "expected {N} comma-separated fields ({layout}), found {n}"
+            "length {} bytes spans more than 2^32 - 1 pages; split the request",
+            rec.len_bytes
         ));
     }
-    Ok(out)
-}
-
-/// Split a line at runs of whitespace into exactly `N` fields (no allocation).
-pub(crate) fn words<'a, const N: usize>(
-    line: &'a str,
-    layout: &str,
-) -> Result<[&'a str; N], String> {
-    let mut out = [""; N];
-    let mut it = line.split_ascii_whitespace();
-    let mut n = 0;
-    for f in it.by_ref() {
-        if n == N {
-            n += 1;
-            break;
-        }
-        out[n] = f;
-        n += 1;
-    }
-    if n != N {
-        let found = n + it.count();
-        return Err(format!(
-            "expected {N} space-separated fields ({layout}), found {found}"
-        ));
-    }
-    Ok(out)
+    Ok((lpn, end))
 }

@@ -2,7 +2,7 @@
 //! separated; time in ns, LBA and size in 512-byte sectors, Type 0 = write, 1 = read (note: the
 //! opposite of most formats).
 
-use super::{num, words, IoRecord, LineParser};
+use super::{num, scaled, words, IoRecord, LineParser};
 use pcstream_core::request::Op;
 
 pub struct MqSim;
@@ -18,8 +18,8 @@ impl LineParser for MqSim {
         rec.set(
             num(f[0], "ArrivalTime")?,
             op,
-            num(f[2], "StartLBA")?.saturating_mul(512),
-            num(f[3], "SizeInSectors")?.saturating_mul(512),
+            scaled(num(f[2], "StartLBA")?, 512, "StartLBA", "sectors")?,
+            scaled(num(f[3], "SizeInSectors")?, 512, "SizeInSectors", "sectors")?,
             0,
         );
         rec.device_from(&[&num(f[1], "DeviceNumber")?]);

@@ -2,7 +2,7 @@
 //! Timestamp in Windows FILETIME ticks (100 ns), Type `Read`/`Write`, Offset and Size in bytes.
 //! The device is `Hostname_DiskNumber` (e.g. `hm_0`, as the files are named).
 
-use super::{fields, num, IoRecord, LineParser};
+use super::{fields, num, scaled, IoRecord, LineParser};
 use pcstream_core::request::Op;
 
 pub struct Msr;
@@ -25,7 +25,7 @@ impl LineParser for Msr {
             ));
         };
         rec.set(
-            num(f[0], "Timestamp")?.saturating_mul(100),
+            scaled(num(f[0], "Timestamp")?, 100, "Timestamp", "100 ns")?,
             op,
             num(f[4], "Offset")?,
             num(f[5], "Size")?,

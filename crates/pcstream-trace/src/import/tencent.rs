@@ -1,7 +1,7 @@
 //! Tencent CBS (2018, SNIA IOTTA) CSV: `Timestamp,Offset,Size,IOType,VolumeID`; Timestamp in Unix
 //! seconds, Offset and Size in 512-byte sectors, IOType 0 = read, 1 = write.
 
-use super::{fields, num, IoRecord, LineParser};
+use super::{fields, num, scaled, IoRecord, LineParser};
 use pcstream_core::request::Op;
 
 pub struct Tencent;
@@ -19,10 +19,10 @@ impl LineParser for Tencent {
             }
         };
         rec.set(
-            num(f[0], "Timestamp")?.saturating_mul(1_000_000_000),
+            scaled(num(f[0], "Timestamp")?, 1_000_000_000, "Timestamp", "s")?,
             op,
-            num(f[1], "Offset")?.saturating_mul(512),
-            num(f[2], "Size")?.saturating_mul(512),
+            scaled(num(f[1], "Offset")?, 512, "Offset", "sectors")?,
+            scaled(num(f[2], "Size")?, 512, "Size", "sectors")?,
             0,
         );
         rec.device_from(&[&num(f[4], "VolumeID")?]);
