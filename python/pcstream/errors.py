@@ -12,12 +12,23 @@ Bugs are not user errors: anything not listed in :func:`classify` propagates wit
 | 3      | input: missing, unreadable or malformed trace or file            |
 | 4      | config: bad SSD config, impossible geometry, unknown preset      |
 | 130    | interrupted (Ctrl-C)                                             |
+| 141    | stdout closed early (``pcstream info T | head``): stops quietly   |
+| 143    | terminated (SIGTERM): temporary outputs removed                  |
+
+Outputs follow one policy (:func:`prepare_output`, every verb that writes a file): an existing
+target that is not a regular file (device node, FIFO, directory) is refused with status 2 and
+left alone; so is an output that is one of the command's inputs; an existing regular file is
+replaced, with a one-line notice on stderr. Files are written to ``PATH.tmp-PID`` and renamed
+into place at the end, so an error, Ctrl-C or SIGTERM leaves neither a partial output nor the
+temporary file.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
+from collections.abc import Iterable
 
 import click
 
@@ -27,6 +38,8 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_CONFIG = 4
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+EXIT_TERMINATED = 143
 
 PREFIX = "pcstream: error: "
 
@@ -62,12 +75,60 @@ def require_file(path: str, what: str = "file") -> str:
     return path
 
 
-def prepare_output(path: str) -> str:
-    """Create the parent directory of an output file; an input error if ``path`` is a directory
-    or the parent cannot be made."""
+class Terminated(Exception):
+    """Raised by the SIGTERM handler the CLI installs, so outputs in progress are cleaned up."""
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_output(path: str, inputs: Iterable[str] = (), *, quiet: bool = False) -> str:
+    """The output-path policy of every verb that writes a file (see the module documentation):
+    refuse (status 2) an existing ``path`` that is not a regular file or that is one of
+    ``inputs``; note on stderr that an existing regular file will be replaced (unless ``quiet``)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise CliError(f"{path}: cannot use as output ({exc.strerror}); check the path", EXIT_INPUT) from None
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            raise CliError(
+                f"{path}: exists and is {_kind(st.st_mode)}, not a regular file; refusing to replace it: "
+                "give a file name for the output",
+                EXIT_USAGE,
+            )
+        for source in inputs:
+            try:
+                same = os.path.samefile(path, source)
+            except OSError:
+                same = False
+            if same:
+                raise CliError(
+                    f"{path}: is also an input ({source}); writing it would destroy the input: "
+                    "give another output file",
+                    EXIT_USAGE,
+                )
+        if not quiet:
+            click.echo(f"pcstream: note: {path} exists and will be replaced", err=True)
+    return path
+
+
+def prepare_output(path: str, inputs: Iterable[str] = (), *, quiet: bool = False) -> str:
+    """:func:`check_output`, then create the parent directory (status 3 if it cannot be made)."""
+    check_output(path, inputs, quiet=quiet)
     parent = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory; give a file name for the output", EXIT_INPUT)
     try:
         os.makedirs(parent, exist_ok=True)
     except OSError as exc:
@@ -107,6 +168,8 @@ def classify(exc: BaseException) -> tuple[str, int] | None:
         return one_line(exc.format_message()), exc.exit_code
     if isinstance(exc, (KeyboardInterrupt, click.Abort)):
         return "interrupted", EXIT_INTERRUPTED
+    if isinstance(exc, Terminated):
+        return "terminated (SIGTERM); nothing was written", EXIT_TERMINATED
     if isinstance(exc, ImportError) and exc.name == "pcstream._engine":
         return (
             "the engine module pcstream._engine is not built; run 'make install' (or 'maturin develop')",

@@ -8,6 +8,7 @@ exit status (see :mod:`pcstream.errors`); anything else is a bug and keeps its t
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -31,7 +32,25 @@ from pcstream.cli import (
     workload,
 )
 from pcstream.cli._common import UNITS
-from pcstream.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, CliError, classify, report
+from pcstream.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    CliError,
+    Terminated,
+    classify,
+    report,
+)
+
+
+class _ClosedPipe(Exception):
+    """stdout was closed by its reader (``| head``)."""
+
+
+def _terminate(_signum: int, _frame: Any) -> None:
+    # Raised where Python next runs (at the latest at the engine's next progress call), so the
+    # output in progress is abandoned and its temporary file removed, as for Ctrl-C.
+    raise Terminated()
 
 
 class PcstreamGroup(click.Group):
@@ -45,14 +64,17 @@ class PcstreamGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _terminate)
         try:
             rv = super().main(args, prog_name or "pcstream", complete_var, standalone_mode=False, **extra)
             status = rv if isinstance(rv, int) else EXIT_OK
-        except BrokenPipeError:
-            # stdout closed early (e.g. piped into head): stop quietly.
+        except (BrokenPipeError, _ClosedPipe):
+            # stdout closed early (e.g. piped into head): stop quietly, with the status of a
+            # process killed by SIGPIPE (128 + 13), as other Unix tools end.
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            status = EXIT_FAILURE
+            status = EXIT_BROKEN_PIPE
         except (Exception, KeyboardInterrupt, click.Abort) as exc:
             found = classify(exc)
             if found is None:
@@ -69,6 +91,9 @@ class PcstreamGroup(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             raise CliError("interrupted", EXIT_INTERRUPTED) from None
+        except BrokenPipeError:
+            # Not an OSError any more, so click does not turn it into its own exit status 1.
+            raise _ClosedPipe() from None
 
 
 def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

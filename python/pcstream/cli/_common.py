@@ -176,9 +176,18 @@ def parse_params(items: Sequence[str]) -> dict[str, str] | None:
 PIPE_WIDTH = 120
 
 
+class _PipeConsole(Console):
+    """A console that lets a closed stdout pipe end the command as BrokenPipeError (status 141,
+    see pcstream.errors) instead of rich's own ``SystemExit(1)``."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def stdout() -> Console:
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPE_WIDTH
-    return Console(highlight=False, width=width)
+    return _PipeConsole(highlight=False, width=width)
 
 
 def stderr() -> Console:

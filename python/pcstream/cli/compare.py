@@ -210,7 +210,7 @@ def command(
 
 def _prepare_dir(path: str) -> None:
     if os.path.exists(path) and not os.path.isdir(path):
-        raise CliError(f"{path}: exists and is not a directory; give a directory for the output", EXIT_INPUT)
+        raise CliError(f"{path}: exists and is not a directory; give a directory for the output", EXIT_USAGE)
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:

@@ -83,7 +83,7 @@ def command(kind: str, out: str, mix: str | None, as_json: bool, **options: obje
         params["mix"] = _mix_value(mix)
     elif kind == "mix":
         raise click.UsageError("gen mix needs --mix PRESET|FILE.json|FILE.toml (e.g. --mix rocksdb-like)")
-    prepare_output(out)
+    prepare_output(out, [mix] if mix is not None else [])
     summary = api.gen(kind, out, params)
     if as_json:
         print_json(summary)

@@ -47,6 +47,7 @@ def render(summary: dict[str, Any], source: str, out: str) -> list[tuple[str, st
         ("lines of other devices", fmt(summary.get("filtered_out"))),
         ("capacity pages", fmt(summary.get("capacity_pages"))),
         ("malformed lines skipped", fmt(summary.get("skipped_count"))),
+        ("times out of order (clamped)", fmt(summary.get("reordered"))),
     ]
     return rows
 
@@ -93,7 +94,7 @@ def command(
     Example: pcstream import msr hm_0.csv.gz -o hm_0.parquet --capacity 16GiB
     """
     require_file(file, f"{fmt_name} trace")
-    prepare_output(out)
+    prepare_output(out, [file])
     with progress_bar(f"import {fmt_name}", unit="bytes") as progress:
         summary = api.import_trace(
             fmt_name,

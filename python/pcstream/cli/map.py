@@ -91,7 +91,7 @@ def command(
     Example: pcstream map trace.parquet -o block.parquet --capacity small --mount-opts discard
     """
     require_file(file_trace, "file-level trace")
-    prepare_output(out)
+    prepare_output(out, [file_trace])
     with progress_bar("map", unit="events") as progress:
         summary = mapping.map_trace(
             file_trace,

@@ -29,6 +29,7 @@ from pcstream.cli._common import (
 )
 from pcstream.cli._common import stdout as stdout_console
 from pcstream.errors import EXIT_FAILURE, CliError, prepare_output, require_file
+from pcstream.outputs import atomic_write
 
 CDF_POINTS = 1000
 
@@ -93,8 +94,7 @@ def render(result: dict[str, Any], timing: bool) -> list[Table]:
 
 
 def write_cdf(path: str, cdf: list[list[float]]) -> None:
-    prepare_output(path)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with atomic_write(path, newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["latency_us", "fraction"])
         for point in cdf:
@@ -157,6 +157,8 @@ def command(
     if cdf is not None and not timing:
         raise click.UsageError("--cdf needs the timing model; drop --no-timing")
     require_file(trace, "trace file")
+    if cdf is not None:
+        prepare_output(cdf, [trace, ssd] + ([table] if table else []))
     ssd = resolve_ssd(ssd)
 
     with progress_bar(f"simulate {policy}") as progress:

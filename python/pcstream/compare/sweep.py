@@ -48,7 +48,7 @@ def generate(out_dir: str, capacity_pages: int, writes: int, seed: int) -> list[
     paths = []
     for stem, kind, extra in GENERATED:
         path = os.path.join(out_dir, "traces", f"{stem}.parquet")
-        prepare_output(path)
+        prepare_output(path, quiet=True)  # our own scratch traces, regenerated each run
         params = {"capacity_pages": str(capacity_pages), "writes": str(writes), "seed": str(seed), **extra}
         api.gen(kind, path, params)
         paths.append(path)

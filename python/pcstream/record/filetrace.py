@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import EXIT_INPUT, EXIT_USAGE, CliError
+from pcstream.errors import EXIT_INPUT, EXIT_USAGE, CliError, check_output
 from pcstream.record import elf, runner
 from pcstream.record.symbols import symbolize_or_warn
 
 METHODS = ("auto", "fp", "unwind", "scan")
 EXIT_NOT_FOUND = 127
+EXIT_NOT_RUNNABLE = 126
 
 
 def shim_path() -> Path:
@@ -34,13 +35,21 @@ def shim_path() -> Path:
 
 
 def _check_output(out: Path) -> None:
+    """Before the program runs: the output policy (errors.check_output), an existing directory,
+    and a probe that a file can be created beside ``out`` (so a recording is never lost)."""
     parent = out.parent if str(out.parent) else Path(".")
-    if out.is_dir():
-        raise CliError(f"{out}: is a directory; give a file name for the trace", EXIT_INPUT)
+    check_output(str(out))
     if not parent.is_dir():
         raise CliError(f"{out}: directory {parent} does not exist; create it or pick another", EXIT_INPUT)
     if not os.access(parent, os.W_OK):
         raise CliError(f"{out}: directory {parent} is not writable; pick another path", EXIT_INPUT)
+    probe = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+    try:
+        probe.open("wb").close()
+        probe.unlink()
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise CliError(f"{out}: cannot create a file there ({why}); pick another path", EXIT_INPUT) from None
 
 
 def check_command(cmd: list[str]) -> str:
@@ -48,9 +57,13 @@ def check_command(cmd: list[str]) -> str:
     if not cmd:
         raise CliError("no command to record; usage: pcstream record [OPTIONS] -- CMD [ARGS...]", EXIT_USAGE)
     prog = cmd[0]
-    found = shutil.which(prog) if "/" not in prog else (prog if os.access(prog, os.X_OK) else None)
-    if not found or os.path.isdir(found):
-        raise CliError(f"{prog}: command not found (or not executable); check it and PATH", EXIT_NOT_FOUND)
+    if "/" in prog and os.path.exists(prog) and (os.path.isdir(prog) or not os.access(prog, os.X_OK)):
+        # As shells do: found but not executable is 126, not found 127.
+        why = "permission denied (not an executable file); check its mode"
+        raise CliError(f"{prog}: {why}", EXIT_NOT_RUNNABLE)
+    found = shutil.which(prog) if "/" not in prog else prog
+    if not found or not os.path.exists(found):
+        raise CliError(f"{prog}: command not found; check it and PATH", EXIT_NOT_FOUND)
     return found
 
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pcstream.compare.jobs import Outcome
+from pcstream.outputs import atomic_path, atomic_write
 from pcstream.report.data import Row, Sweep
 
 JSONL = "results.jsonl"
@@ -90,7 +91,7 @@ SCHEMA = pa.schema(
 
 
 def write_jsonl(outcomes: Sequence[Outcome], path: str) -> str:
-    with open(path, "w", encoding="utf-8") as handle:
+    with atomic_write(path, encoding="utf-8") as handle:
         for outcome in outcomes:
             handle.write(json.dumps(outcome.record(), separators=(",", ":")) + "\n")
     return path
@@ -137,7 +138,8 @@ def parquet_row(row: Row, outcome: Outcome) -> dict[str, Any]:
 def write_parquet(sweep: Sweep, outcomes: Sequence[Outcome], path: str) -> str:
     rows = [parquet_row(row, outcome) for row, outcome in zip(sweep.rows, outcomes)]
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
-    pq.write_table(table, path)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
     return path
 
 

@@ -68,7 +68,7 @@ def map_recipe(
     ``age``: on an aged file system."""
     pages = capacity_pages if capacity_pages is not None else parse_size(r.ssd)
     opts = r.mount_opts if mount_opts is None else mount_opts
-    prepare_output(str(block_trace))
+    prepare_output(str(block_trace), [str(file_trace)])
     with bar(f"map {r.name}", "events") as progress:
         return mapping.map_trace(str(file_trace), str(block_trace), pages, opts, progress=progress, age=age)
 
