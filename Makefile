@@ -221,3 +221,23 @@ $(BPF_BUILD)/pcbio.skel.h: $(BPF_BUILD)/pcbio.bpf.o
 $(BPF_BIN): bpf/pcbio.c bpf/pcbio.h $(BPF_BUILD)/pcbio.skel.h
 	@mkdir -p $(dir $@)
 	cc -O2 -g -Wall -Wextra -Werror -I$(BPF_BUILD) -Ibpf -o $@ bpf/pcbio.c -lbpf -lelf -lz
+
+# --- fuzzing: coverage-guided (AFL++ through cargo-afl, stable Rust); docs/HARDENING.md ---
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= import_blkparse import_msr import_alibaba import_tencent import_fio import_mqsim \
+  block_trace file_trace shimlog ssd_toml table_json
+FUZZ_MEM_MB ?= 4096
+
+.PHONY: fuzz
+fuzz: ## Fuzz every parser for FUZZ_SECONDS each (AFL++ via cargo-afl, installed when missing)
+	@command -v cargo-afl >/dev/null 2>&1 || $(CARGO) install cargo-afl
+	cd fuzz && $(CARGO) afl config --build >/dev/null 2>&1 || true
+	cd fuzz && $(CARGO) afl build --release
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  ( cd fuzz && mkdir -p out && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+	    AFL_NO_AFFINITY=1 AFL_AUTORESUME=1 \
+	    $(CARGO) afl fuzz -V $(FUZZ_SECONDS) -m $(FUZZ_MEM_MB) -i corpus/$$t -o out/$$t \
+	      target/release/$$t >out/$$t.log 2>&1 || { echo "fuzz: $$t failed, see fuzz/out/$$t.log"; exit 1; } ); \
+	done
+	$(PYTHON) tools/fuzz_report.py fuzz/out

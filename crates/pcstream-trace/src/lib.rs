@@ -13,6 +13,8 @@ pub mod bench;
 pub mod blocktrace;
 pub mod error;
 pub mod filetrace;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gen;
 pub mod guard;
 pub mod import;

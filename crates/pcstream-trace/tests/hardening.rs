@@ -1,0 +1,308 @@
+//! Hardening: no input makes the readers, importers or the driver panic, abort or accept
+//! garbage (docs/HARDENING.md). One test per class of the hostile-input review: corrupt Parquet
+//! pages, overflowing geometry, huge but valid devices, huge capacities, offsets and times that
+//! overflow, backwards times, inputs without requests, over-long lines, NUL bytes, unknown
+//! blkparse rwbs, the embedded Arrow schema's metadata.
+
+use std::io::Cursor;
+use std::path::Path;
+
+use pcstream_core::request::Request;
+use pcstream_core::{SimOptions, SsdConfig};
+use pcstream_trace::blocktrace::format::MAX_PAGES;
+use pcstream_trace::import::{import, import_lines, ImportOptions, ImportReport};
+use pcstream_trace::{
+    generate_to_file, summarize, BlockTraceReader, BlockTraceWriter, GenParams, TraceError,
+    TraceMeta,
+};
+
+fn read_all(path: &Path) -> Result<Vec<Request>, TraceError> {
+    let mut r = BlockTraceReader::open(path)?;
+    let (mut all, mut buf) = (Vec::new(), Vec::new());
+    while r.next_batch(&mut buf)? {
+        all.extend_from_slice(&buf);
+    }
+    Ok(all)
+}
+
+/// Import `text` as `format` in memory: the report and rows, or the error message.
+fn import_text(format: &str, text: &[u8]) -> Result<(ImportReport, Vec<Request>), String> {
+    let mut rows = Vec::new();
+    let rep = import_lines(
+        format,
+        "in.txt",
+        &mut Cursor::new(text.to_vec()),
+        &ImportOptions::default(),
+        &mut |r| {
+            rows.push(*r);
+            Ok(())
+        },
+        &mut || true,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((rep, rows))
+}
+
+#[test]
+fn corrupt_data_pages_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.parquet");
+    let p = GenParams {
+        capacity_pages: 4096,
+        writes: 20_000,
+        seed: 3,
+        ..Default::default()
+    };
+    generate_to_file("zipf", &p, &good).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let bad = dir.path().join("bad.parquet");
+    let (mut errors, mut contained) = (0, 0);
+    // 64 flipped bytes at every 1/40th of the file (data pages, page headers, the footer).
+    for k in 0..40 {
+        let at = (bytes.len() - 64) * k / 40;
+        let mut b = bytes.clone();
+        for x in &mut b[at..at + 64] {
+            *x ^= 0x5a;
+        }
+        std::fs::write(&bad, &b).unwrap();
+        let res = std::panic::catch_unwind(|| read_all(&bad).map(|_| ()));
+        match res {
+            Err(_) => panic!("reading the trace corrupted at byte {at} panicked"),
+            Ok(Err(e)) => {
+                let m = e.to_string();
+                assert!(m.starts_with(&bad.display().to_string()), "{m}");
+                assert!(!m.contains('\n'), "{m}");
+                errors += 1;
+                contained += m.contains("the decoder failed on corrupt data") as usize;
+            }
+            Ok(Ok(())) => {}
+        }
+        let info = std::panic::catch_unwind(|| summarize(&bad).map(|_| ()));
+        assert!(info.is_ok(), "info on the trace corrupted at {at} panicked");
+    }
+    assert!(
+        errors > 10,
+        "most corruptions are detected ({errors} of 40)"
+    );
+    assert!(
+        contained > 0,
+        "some corruptions panic inside the decoder and are contained"
+    );
+}
+
+#[test]
+fn huge_capacities_are_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    // A capacity key beyond 2^40 pages: refused when the file is opened.
+    let path = dir.path().join("cap.parquet");
+    write_trace(&path, Some(1 << 50), 1);
+    let e = BlockTraceReader::open(&path).err().unwrap().to_string();
+    assert!(
+        e.contains("pcstream.capacity_pages") && e.contains("2^40"),
+        "{e}"
+    );
+    // A capacity of 2^40 pages is valid, but info's bitmap (128 GiB) does not fit memory.
+    write_trace(&path, Some(MAX_PAGES), MAX_PAGES - 8);
+    let e = summarize(&path).unwrap_err();
+    assert!(matches!(e, TraceError::Memory(_)), "{e}");
+    let m = e.to_string();
+    assert!(
+        m.contains("128.00 GiB") && m.contains("are available"),
+        "{m}"
+    );
+    // Without a capacity key, a row beyond 2^40 pages is a bad row.
+    write_trace(&path, None, MAX_PAGES);
+    let e = read_all(&path).unwrap_err().to_string();
+    assert!(
+        e.contains("row group 0, row 0") && e.contains("2^40"),
+        "{e}"
+    );
+}
+
+/// One 8-page write at `lpn`, with the capacity key `capacity` (the writer checks it against the
+/// rows only, so any value can be written).
+fn write_trace(path: &Path, capacity: Option<u64>, lpn: u64) {
+    let mut w = BlockTraceWriter::create(path, &TraceMeta::default(), 1024).unwrap();
+    w.push(&Request {
+        lpn,
+        pages: 8,
+        ..Default::default()
+    })
+    .unwrap();
+    w.set_meta(&TraceMeta {
+        capacity_pages: capacity,
+        ..Default::default()
+    });
+    w.finish().unwrap();
+}
+
+#[test]
+fn overflowing_geometry_is_refused_and_huge_devices_checked_against_memory() {
+    let toml = |c: u64, w: u64, b: u64, p: u64| {
+        format!(
+            "[geometry]\nchannels = {c}\nways = {w}\nblocks_per_die = {b}\npages_per_block = {p}\n[ftl]\nop = 0.07\n"
+        )
+    };
+    let e = SsdConfig::from_toml("wrap", &toml(65536, 65537, 1, 256))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("exceeds the engine's limit"), "{e}");
+    // Valid (under 2^32 pages) but far larger than this machine's memory: 2^32 - 2^20 pages
+    // need about 170 GiB of engine state.
+    let cfg = SsdConfig::from_toml("huge", &toml(64, 64, 4095, 256)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.parquet");
+    let p = GenParams {
+        capacity_pages: 1024,
+        writes: 100,
+        ..Default::default()
+    };
+    generate_to_file("uniform", &p, &trace).unwrap();
+    let opts = SimOptions {
+        policy: "baseline".into(),
+        ..Default::default()
+    };
+    let e = pcstream_trace::run_trace(&trace, &cfg, opts, None, &mut |_, _| true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("SSD 'huge'") && e.contains("GiB of memory") && e.contains("are available"),
+        "{e}"
+    );
+}
+
+#[test]
+fn offsets_beyond_2_40_pages_and_overflowing_units_are_bad_lines() {
+    let e = import_text(
+        "msr",
+        b"128166372003061629,hm,0,Write,9223372036854775808,4096,10\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("in.txt:1") && e.contains("9223372036854775808") && e.contains("2^40"),
+        "{e}"
+    );
+    let e = import_text("alibaba", b"1,W,9223372036854775808,4096,1\n").unwrap_err();
+    assert!(e.contains("in.txt:1") && e.contains("2^40"), "{e}");
+    let e = import_text(
+        "fio",
+        b"fio version 2 iolog\nf write 9223372036854775808 4096\n",
+    )
+    .unwrap_err();
+    assert!(e.contains("in.txt:2") && e.contains("2^40"), "{e}");
+    // Sector counts that overflow once multiplied: the message quotes the file's number.
+    let e = import_text("tencent", b"1,36028797018963968,8,1,7\n").unwrap_err();
+    assert!(
+        e.contains("Offset 36028797018963968 (sectors) overflows"),
+        "{e}"
+    );
+    assert!(!e.contains("18446744073709551615"), "{e}");
+    let e = import_text("mqsim", b"0 0 36028797018963968 8 0\n").unwrap_err();
+    assert!(e.contains("StartLBA 36028797018963968"), "{e}");
+}
+
+#[test]
+fn overflowing_timestamps_are_errors() {
+    for (format, line) in [
+        ("msr", "18446744073709551615,hm,0,Write,0,4096,10"),
+        ("alibaba", "1,W,0,4096,18446744073709551615"),
+        ("tencent", "18446744073709551615,0,8,1,7"),
+        ("blkparse", "8,0 0 1 18446744073709551615.0 5 D W 0 + 8 [x]"),
+        ("blkparse", "8,0 0 1 18446744073.999999999 5 D W 0 + 8 [x]"),
+        (
+            "fio",
+            "fio version 3 iolog\n18446744073709551615 f write 0 4096",
+        ),
+    ] {
+        let e = import_text(format, format!("{line}\n").as_bytes()).unwrap_err();
+        assert!(e.contains("overflows"), "{format}: {e}");
+        assert!(e.contains("in.txt:"), "{format}: {e}");
+    }
+    let e = import_text("msr", b"99999999999999999999,hm,0,Write,0,4096,10\n").unwrap_err();
+    assert!(e.contains("larger than 2^64 - 1"), "{e}");
+}
+
+#[test]
+fn backwards_timestamps_keep_the_order_clamped_and_counted() {
+    let text = b"300,hm,0,Write,0,4096,1\n100,hm,0,Write,4096,4096,1\n200,hm,0,Write,8192,4096,1\n500,hm,0,Write,0,4096,1\n";
+    let (rep, rows) = import_text("msr", text).unwrap();
+    assert_eq!(rep.reordered, 2);
+    let got: Vec<(u64, u64)> = rows.iter().map(|r| (r.lpn, r.ts_ns)).collect();
+    assert_eq!(got, vec![(0, 0), (1, 0), (2, 0), (0, 20_000)]);
+}
+
+#[test]
+fn inputs_without_requests_are_errors() {
+    for (format, text) in [
+        ("msr", &b""[..]),
+        ("msr", b"\n\n  \n"),
+        ("blkparse", b"8,0 0 1 0.1 5 Q W 0 + 8 [x]\n"),
+        ("fio", b"fio version 2 iolog\nf add\nf open\n"),
+    ] {
+        let e = import_text(format, text).unwrap_err();
+        assert!(e.contains("no requests to import"), "{format}: {e}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.csv");
+    std::fs::write(&input, "1,hm,0,Write,0,4096,1\n").unwrap();
+    let out = dir.path().join("out.parquet");
+    let opts = ImportOptions {
+        device: Some("prxy_0".into()),
+        ..Default::default()
+    };
+    let e = import("msr", &input, &out, &opts, &mut |_, _| true)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("1 of other devices than --device"), "{e}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no output"
+    );
+}
+
+#[test]
+fn long_lines_nul_bytes_and_binary_data_name_the_line() {
+    let mut text = b"1,hm,0,Write,0,4096,1\n".to_vec();
+    text.extend(std::iter::repeat_n(b'0', (1 << 20) + 10));
+    text.push(b'\n');
+    let e = import_text("msr", &text).unwrap_err();
+    assert!(e.contains("in.txt:2") && e.contains("1 MiB"), "{e}");
+    let e = import_text("blkparse", b"8,0 0 1 0.1 5 D W\x000 + 8 [x]\n").unwrap_err();
+    assert!(e.contains("in.txt:1") && e.contains("NUL"), "{e}");
+    let e = import_text("msr", b"1,hm,0,Write,0,4096,1\n\xff\xfe\n").unwrap_err();
+    assert!(e.contains("in.txt:2") && e.contains("UTF-8"), "{e}");
+}
+
+#[test]
+fn unknown_blkparse_rwbs_is_a_bad_line() {
+    let e = import_text("blkparse", b"8,0 0 1 0.1 5 D WQ 0 + 8 [x]\n").unwrap_err();
+    assert!(e.contains("rwbs 'WQ'") && e.contains("'Q'"), "{e}");
+    // N (no data) is blkparse's own: not a request, not an error.
+    let (rep, _) = import_text(
+        "blkparse",
+        b"8,0 0 1 0.1 5 D N 0 + 0 [x]\n8,0 0 2 0.2 5 D W 0 + 8 [x]\n",
+    )
+    .unwrap();
+    assert_eq!(rep.writes, 1);
+}
+
+#[test]
+fn the_arrow_schema_carries_the_pcstream_keys() {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    let p = GenParams {
+        capacity_pages: 4096,
+        writes: 100,
+        ..Default::default()
+    };
+    generate_to_file("uniform", &p, &path).unwrap();
+    let b = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap()).unwrap();
+    let md = b.schema().metadata();
+    assert_eq!(
+        md.get("pcstream.capacity_pages").map(|s| s.as_str()),
+        Some("4096")
+    );
+    assert_eq!(md.get("pcstream.format").map(|s| s.as_str()), Some("1"));
+}
