@@ -10,7 +10,8 @@ Bugs are not user errors: anything not listed in :func:`classify` propagates wit
 | 1      | some jobs of a batch failed (compare), or another failure        |
 | 2      | usage: unknown policy / generator kind / option, bad parameter   |
 | 3      | input: missing, unreadable or malformed trace or file            |
-| 4      | config: bad SSD config, impossible geometry, unknown preset      |
+| 4      | config: bad SSD config, impossible geometry, unknown preset, a   |
+|        | device (or info's page bitmap) larger than the memory available |
 | 130    | interrupted (Ctrl-C)                                             |
 | 141    | stdout closed early (``pcstream info T | head``): stops quietly   |
 | 143    | terminated (SIGTERM): temporary outputs removed                  |

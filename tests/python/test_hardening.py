@@ -23,6 +23,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -216,6 +217,16 @@ def test_inputs_without_requests_are_input_errors(tmp_path: Path, text: str, ext
     assert not out.exists()
 
 
+def test_a_trace_without_requests_is_an_input_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.parquet"
+    table = pa.table(
+        {"lpn": pa.array([], pa.uint64()), "pages": pa.array([], pa.uint32()), "op": pa.array([], pa.uint8())}
+    )
+    pq.write_table(table, empty)
+    run = invoke("simulate", empty, "--policy", "baseline", "--ssd", "small", "--no-timing")
+    assert_user_error(run, INPUT, "empty.parquet", "no requests")
+
+
 def test_backwards_times_are_clamped_and_counted(tmp_path: Path) -> None:
     src = tmp_path / "in.csv"
     src.write_text("300,hm,0,Write,0,4096,1\n100,hm,0,Write,4096,4096,1\n500,hm,0,Write,8192,4096,1\n")
@@ -367,6 +378,15 @@ def test_a_closed_stdout_pipe_ends_quietly_with_141(tmp_path: Path) -> None:
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 141
     assert err == b""
+
+
+def test_a_table_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    trace = small_trace(tmp_path / "t.parquet")
+    fifo = tmp_path / "table.fifo"
+    os.mkfifo(fifo)
+    run = invoke("simulate", trace, "--policy", "pcstream", "--ssd", "small", "--no-timing", "--table", fifo)
+    assert_user_error(run, USAGE, "table.fifo")
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
 
 
 def test_a_corrupt_table_is_an_input_error(tmp_path: Path) -> None:

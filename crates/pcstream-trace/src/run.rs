@@ -56,10 +56,20 @@ pub fn run_with_table_file(
         progress,
     )?;
     let saved = r.saved_table.take().ok_or(RunError::NoTable(policy))?;
-    std::fs::write(t, saved).map_err(|e| TraceError::Io {
-        path: label.clone(),
-        why: format!("cannot write the table ({e})"),
-    })?;
+    // Through a temporary file: a full disk never leaves a truncated table.
+    let tmp = crate::blocktrace::writer::temp_path(t)?;
+    std::fs::write(&tmp, saved)
+        .and_then(|_| std::fs::rename(&tmp, t))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            TraceError::Io {
+                path: label.clone(),
+                why: format!(
+                    "cannot write the table ({}); check free disk space; the old table is unchanged",
+                    crate::error::one_line(e)
+                ),
+            }
+        })?;
     r.saved_table = Some(label);
     Ok(r)
 }
@@ -91,6 +101,12 @@ pub fn run_trace(
     }
     let total = reader.num_rows();
     let aged_rows = reader.meta().aged.map_or(0, |a| a.rows);
+    if total <= aged_rows {
+        return Err(RunError::Trace(TraceError::Io {
+            path: label,
+            why: "has no requests to simulate; check how the trace was made".into(),
+        }));
+    }
     // Before anything is allocated: the engine state must fit the memory available.
     let with_death = registry::POLICIES
         .iter()

@@ -28,7 +28,7 @@ from pcstream.cli._common import (
     warmup_option,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.errors import EXIT_FAILURE, CliError, prepare_output, require_file
+from pcstream.errors import EXIT_FAILURE, CliError, check_output, prepare_output, require_file
 from pcstream.outputs import atomic_write
 
 CDF_POINTS = 1000
@@ -157,6 +157,8 @@ def command(
     if cdf is not None and not timing:
         raise click.UsageError("--cdf needs the timing model; drop --no-timing")
     require_file(trace, "trace file")
+    if table is not None:
+        check_output(table, [trace, ssd], quiet=True)  # read, then replaced: no notice
     if cdf is not None:
         prepare_output(cdf, [trace, ssd] + ([table] if table else []))
     ssd = resolve_ssd(ssd)

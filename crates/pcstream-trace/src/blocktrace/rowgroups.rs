@@ -16,7 +16,7 @@ impl RowGroups {
         let mut starts = vec![0u64];
         for g in md.row_groups() {
             let last = *starts.last().expect("non-empty");
-            starts.push(last + g.num_rows().max(0) as u64);
+            starts.push(last.saturating_add(g.num_rows().max(0) as u64));
         }
         RowGroups {
             label: label.to_string(),
