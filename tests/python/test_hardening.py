@@ -161,6 +161,28 @@ def test_geometries_beyond_32_bits_and_beyond_memory_are_config_errors(tmp_path:
     assert time.monotonic() - started < 60
 
 
+def test_gen_refuses_capacities_beyond_2_40_pages_and_beyond_memory(tmp_path: Path) -> None:
+    out = tmp_path / "g.parquet"
+    run = invoke("gen", "uniform", "--capacity-pages", str((1 << 40) + 1), "--writes", "10", "-o", out)
+    assert_user_error(run, USAGE, "2^40")
+    started = time.monotonic()
+    args = (
+        "gen",
+        "mix",
+        "--mix",
+        "rocksdb-like",
+        "--capacity-pages",
+        str(1 << 40),
+        "--writes",
+        "10",
+        "-o",
+        out,
+    )
+    line = assert_user_error(run_module(*args), CONFIG, "gen mix")
+    assert "GiB of memory" in line and "are available" in line, line
+    assert time.monotonic() - started < 60 and not out.exists()
+
+
 def test_info_on_a_huge_capacity_is_refused_without_allocating(tmp_path: Path) -> None:
     path = tmp_path / "cap.parquet"
     small_trace(path)

@@ -216,6 +216,23 @@ fn gen(
     params: BTreeMap<String, String>,
 ) -> PyResult<String> {
     let p = gen_params(&params)?;
+    let max = pcstream_trace::blocktrace::format::MAX_PAGES;
+    if p.capacity_pages > max {
+        return Err(UsageError::new_err(format!(
+            "capacity_pages {} is beyond {max} pages (2^40, 4 PiB), the largest trace pcstream takes",
+            p.capacity_pages
+        )));
+    }
+    if kind == "mix" {
+        // The mix generator keeps a pool of file slots per region: at most one per page.
+        pcstream_trace::memory::check(
+            p.capacity_pages.saturating_mul(16),
+            &format!("gen mix over {} pages", p.capacity_pages),
+            "the writers' pools of file slots, up to 16 bytes per page",
+            "lower --capacity-pages",
+        )
+        .map_err(ConfigError::new_err)?;
+    }
     py.allow_threads(|| generate_to_file(kind, &p, Path::new(out)))
         .map(|v| v.to_string())
         .map_err(trace_err)

@@ -19,7 +19,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use pcstream_core::request::{Op, Request};
 
-use super::format::{TraceMeta, COLUMNS, KEY_CAPACITY};
+use super::format::{TraceMeta, COLUMNS, KEY_CAPACITY, MAX_PAGES};
 use crate::error::{one_line, TraceError};
 
 /// Default rows per row group (1 Mi).
@@ -228,6 +228,15 @@ impl BlockTraceWriter {
     /// of rows written.
     pub fn finish(mut self) -> Result<u64, TraceError> {
         self.flush()?;
+        if let Some(c) = self.meta.capacity_pages.filter(|&c| c > MAX_PAGES) {
+            return Err(TraceError::BadMeta {
+                path: self.label.clone(),
+                key: KEY_CAPACITY.into(),
+                why: format!(
+                    "{c} pages is beyond {MAX_PAGES} pages (2^40, 4 PiB), the largest trace pcstream reads; nothing was written"
+                ),
+            });
+        }
         if let Some(c) = self.meta.capacity_pages {
             if self.max_end > c {
                 return Err(TraceError::BadMeta {
