@@ -95,7 +95,18 @@ fn huge_capacities_are_refused_before_allocating() {
     let dir = tempfile::tempdir().unwrap();
     // A capacity key beyond 2^40 pages: refused when the file is opened.
     let path = dir.path().join("cap.parquet");
-    write_trace(&path, Some(1 << 50), 1);
+    write_trace(&path, Some(MAX_PAGES), 1);
+    // The writer refuses such a key: patch the footer's value in place (same length).
+    let b = std::fs::read(&path).unwrap();
+    let (from, to) = (MAX_PAGES.to_string(), (9 * MAX_PAGES).to_string());
+    assert_eq!(from.len(), to.len());
+    let at = b
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+        .unwrap();
+    let mut b2 = b.clone();
+    b2[at..at + from.len()].copy_from_slice(to.as_bytes());
+    std::fs::write(&path, b2).unwrap();
     let e = BlockTraceReader::open(&path).err().unwrap().to_string();
     assert!(
         e.contains("pcstream.capacity_pages") && e.contains("2^40"),
@@ -119,8 +130,7 @@ fn huge_capacities_are_refused_before_allocating() {
     );
 }
 
-/// One 8-page write at `lpn`, with the capacity key `capacity` (the writer checks it against the
-/// rows only, so any value can be written).
+/// One 8-page write at `lpn`, with the capacity key `capacity` (at most 2^40 pages).
 fn write_trace(path: &Path, capacity: Option<u64>, lpn: u64) {
     let mut w = BlockTraceWriter::create(path, &TraceMeta::default(), 1024).unwrap();
     w.push(&Request {
