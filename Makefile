@@ -235,9 +235,9 @@ fuzz: ## Fuzz every parser for FUZZ_SECONDS each (AFL++ via cargo-afl, installed
 	cd fuzz && $(CARGO) afl build --release
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
-	  ( cd fuzz && mkdir -p out && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+	  ( cd fuzz && mkdir -p target/afl && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
 	    AFL_NO_AFFINITY=1 AFL_AUTORESUME=1 \
-	    $(CARGO) afl fuzz -V $(FUZZ_SECONDS) -m $(FUZZ_MEM_MB) -i corpus/$$t -o out/$$t \
-	      target/release/$$t >out/$$t.log 2>&1 || { echo "fuzz: $$t failed, see fuzz/out/$$t.log"; exit 1; } ); \
+	    $(CARGO) afl fuzz -V $(FUZZ_SECONDS) -m $(FUZZ_MEM_MB) -i corpus/$$t -o target/afl/$$t \
+	      target/release/$$t >target/afl/$$t.log 2>&1 || { echo "fuzz: $$t failed, see fuzz/target/afl/$$t.log"; exit 1; } ); \
 	done
-	$(PYTHON) tools/fuzz_report.py fuzz/out
+	$(PYTHON) tools/fuzz_report.py fuzz/target/afl

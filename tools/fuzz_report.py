@@ -1,9 +1,10 @@
-"""Summarise AFL++ runs (``make fuzz``): one row per target from fuzz/out/<target>/default/fuzzer_stats.
+"""Summarise AFL++ runs (``make fuzz``): one row per target from its fuzzer_stats file
+(fuzz/target/afl/<target>/default/fuzzer_stats).
 
 Prints a Markdown table (target, executions, run time, executions per second, corpus entries,
 edges found, bitmap coverage, crashes, hangs) for docs/HARDENING.md.
 
-Usage: python tools/fuzz_report.py [FUZZ_OUT_DIR]   (default fuzz/out)
+Usage: python tools/fuzz_report.py [FUZZ_OUT_DIR]   (default fuzz/target/afl)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def stats(path: Path) -> dict[str, str]:
 
 
 def main() -> int:
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else "fuzz/out")
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else "fuzz/target/afl")
     rows = []
     for path in sorted(root.glob("*/default/fuzzer_stats")):
         s = stats(path)
