@@ -13,7 +13,8 @@ use crate::blocktrace::format::MAX_PAGES;
 use crate::blocktrace::BlockTraceReader;
 use crate::filetrace::reader::FileTraceReader;
 use crate::import::{import_lines, ImportOptions, FORMATS};
-use crate::record::shimlog::{parse_bin, parse_txt, ShimLogs};
+use crate::record::merge::index_bin_from;
+use crate::record::shimlog::{parse_txt, ShimLogs};
 
 /// The fuzz targets, by name (the corpus folder of each).
 pub const TARGETS: &[&str] = &[
@@ -115,7 +116,11 @@ pub fn file_trace(data: &[u8]) {
 
 /// The shim-log parsers on `data` as a `.bin` and as a `.txt` file.
 pub fn shimlog(data: &[u8]) {
-    let _ = parse_bin("fuzz.bin", data);
+    let _ = index_bin_from(
+        std::path::Path::new("fuzz.bin"),
+        &mut &data[..],
+        data.len() as u64,
+    );
     let mut logs = ShimLogs::default();
     let _ = parse_txt("fuzz.txt", data, &mut logs);
 }

@@ -120,10 +120,11 @@ impl FileTraceWriter {
         let options = ArrowWriterOptions::new()
             .with_properties(props)
             .with_skip_arrow_metadata(true);
-        let writer = ArrowWriter::try_new_with_options(file, schema.clone(), options).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io(&e)
-        })?;
+        let writer =
+            ArrowWriter::try_new_with_options(file, schema.clone(), options).map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                io(&e)
+            })?;
         Ok(FileTraceWriter {
             path: out.to_path_buf(),
             label,

@@ -80,12 +80,28 @@ pub struct BinLog {
 /// thread's runs. Errors name the file and the byte offset, as a whole-file parse would.
 pub fn index_bin(path: &Path) -> Result<BinLog, ShimLogError> {
     let label = path.display().to_string();
+    let mut f = File::open(path).map_err(|e| ShimLogError::Io {
+        path: label.clone(),
+        why: one_line(e),
+    })?;
+    let len = f
+        .metadata()
+        .map_err(|e| ShimLogError::Io {
+            path: label.clone(),
+            why: one_line(e),
+        })?
+        .len();
+    index_bin_from(path, &mut f, len)
+}
+
+/// [`index_bin`] on `len` bytes read from `f` (a file, or a byte slice for the fuzz targets);
+/// `path` names them.
+pub fn index_bin_from(path: &Path, f: &mut impl Read, len: u64) -> Result<BinLog, ShimLogError> {
+    let label = path.display().to_string();
     let io = |e: std::io::Error| ShimLogError::Io {
         path: label.clone(),
         why: one_line(e),
     };
-    let mut f = File::open(path).map_err(io)?;
-    let len = f.metadata().map_err(io)?.len();
     let mut head = vec![0u8; (len as usize).min(HEADER_BYTES)];
     f.read_exact(&mut head).map_err(io)?;
     let pid = check_header(&label, &head)?;
