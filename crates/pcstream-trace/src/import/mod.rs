@@ -332,7 +332,7 @@ pub fn import_lines(
                 return Err(TraceError::Io {
                     path: at(rep.lines + 1),
                     why: format!(
-                        "line longer than {MAX_LINE_BYTES} bytes (1 MiB); is this a {format} trace? check the file and the format"
+                        "line longer than {MAX_LINE_BYTES} bytes (1 MiB); is this a trace in the {format} format? check the file and the format"
                     ),
                 })
             }
@@ -344,7 +344,7 @@ pub fn import_lines(
         }
         let parsed = match std::str::from_utf8(&bytes) {
             Err(e) => Err(format!(
-                "not UTF-8 text (invalid byte at column {}); is this a {format} trace?",
+                "not UTF-8 text (invalid byte at column {}); is this a trace in the {format} format?",
                 e.valid_up_to() + 1
             )),
             Ok(text) => {
@@ -354,7 +354,7 @@ pub fn import_lines(
                 }
                 if let Some(i) = text.find('\0') {
                     Err(format!(
-                        "NUL byte at column {}; is this a {format} trace (text)?",
+                        "NUL byte at column {}; is this a trace in the {format} format (text)?",
                         i + 1
                     ))
                 } else {
