@@ -11,8 +11,10 @@
     {                                                                       \
         RESOLVE(name);                                                      \
         int64_t at = out_off ? (int64_t)*out_off : -1;                      \
+        struct pc_once pc_ = {0, 0, 0};                                     \
+        LIVE_BEFORE(out, &pc_);                                             \
         ssize_t r = real_##name(in, in_off, out, out_off, len, flags);      \
-        RECORD_IF(r > 0, rec_write(out, at, r, via));                       \
+        RECORD_IF(r > 0 && g_record, rec_write_pc(out, at, r, via, &pc_));  \
         return r;                                                           \
     }
 COPY_HOOK(copy_file_range, PCSHIM_VIA_COPY)

@@ -301,7 +301,8 @@ static void after_fcntl(int fd, int cmd, void *arg, int r)
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
         copy_fd(fd, r);
     } else if (cmd == F_SET_RW_HINT && arg) {
-        RECORD_IF(1, rec_fd(PCSHIM_OP_SET_HINT, fd, *(const uint64_t *)arg, 0, 0, 1));
+        /* the program's own hint wins: live hints leave the inode alone from now on */
+        RECORD_IF(1, if (g_live) live_owned(fd); rec_fd(PCSHIM_OP_SET_HINT, fd, *(const uint64_t *)arg, 0, 0, 1));
     } else if (cmd == F_SETFL && fd >= 0 && fd < MAX_FDS) {
         struct desc *d = atomic_load(&g_fds[fd].d);
         if (d) {

@@ -53,6 +53,7 @@ static void rec_exec(int dirfd, const char *p, int search)
     add_record(PCSHIM_OP_EXEC, -1, 0, 0, 0, 0, 0, program_path(dirfd, p), 0, 1);
     flush_all(0);
     end_line(); /* if exec fails, later records still reach the same files */
+    live_finish();
 }
 
 static void before_exec_at(int dirfd, const char *p, int search) { RECORD_IF(1, rec_exec(dirfd, p, search)); }
@@ -62,7 +63,7 @@ static void before_exec(const char *p) { before_exec_at(AT_FDCWD, p, 0); }
 static void before_execp(const char *p) { before_exec_at(AT_FDCWD, p, 1); }
 
 /* The environment a new image gets: `envp` itself when it carries the shim's variables and the
- * shim in LD_PRELOAD, else a copy in `out` (room for MAX_ENV + 6 entries) with them put back
+ * shim in LD_PRELOAD, else a copy in `out` (room for MAX_ENV + 7 entries) with them put back
  * (`pre` holds a rebuilt LD_PRELOAD entry). Programs that clear their environment before exec
  * (or spawn with a minimal one) stay recorded this way. */
 static char *const *fix_env(char *const *envp, char **out, char *pre, size_t pre_cap)
@@ -70,7 +71,7 @@ static char *const *fix_env(char *const *envp, char **out, char *pre, size_t pre
     if (!g_active || !g_self[0])
         return envp;
     const char *preload = NULL;
-    int dir = 0, method = 0, frames = 0, n = 0;
+    int dir = 0, method = 0, frames = 0, hints = !g_live, n = 0;
     for (char *const *e = envp; e && *e; e++, n++) {
         if (!strncmp(*e, "LD_PRELOAD=", 11))
             preload = *e;
@@ -80,18 +81,22 @@ static char *const *fix_env(char *const *envp, char **out, char *pre, size_t pre
             method = 1;
         else if (!strcmp(*e, g_env_frames))
             frames = 1;
+        else if (g_live && !strcmp(*e, g_env_hints))
+            hints = 1;
     }
     int has_self = preload && strstr(preload + 11, g_self);
-    if ((dir && method && frames && has_self) || n > MAX_ENV)
+    if ((dir && method && frames && hints && has_self) || n > MAX_ENV)
         return envp;
     int m = 0;
     for (char *const *e = envp; e && *e; e++)
         if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "PCSHIM_DIR=", 11) && strncmp(*e, "PCSHIM_METHOD=", 14) &&
-            strncmp(*e, "PCSHIM_FRAMES=", 14))
+            strncmp(*e, "PCSHIM_FRAMES=", 14) && strncmp(*e, "PCSHIM_HINTS=", 13))
             out[m++] = *e;
     out[m++] = g_env_dir;
     out[m++] = g_env_method;
     out[m++] = g_env_frames;
+    if (g_live)
+        out[m++] = g_env_hints;
     if (has_self) {
         out[m++] = (char *)preload;
     } else {
@@ -109,7 +114,7 @@ static char *const *fix_env(char *const *envp, char **out, char *pre, size_t pre
 }
 
 #define ENV_BUFS                                                            \
-    char *env_out[MAX_ENV + 6];                                             \
+    char *env_out[MAX_ENV + 7];                                             \
     char env_pre[2 * PATH_MAX]
 #define FIXED(envp) ((char *const *)fix_env(envp, env_out, env_pre, sizeof env_pre))
 

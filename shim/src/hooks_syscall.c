@@ -34,8 +34,10 @@ EXPORT long syscall(long n, ...)
     }
     case SYS_write:
     case SYS_pwrite64: {
+        struct pc_once pc = {0, 0, 0};
+        LIVE_BEFORE((int)a, &pc);
         long r = real_syscall(n, a, b, c, d, e5, f);
-        RECORD_IF(r > 0, rec_write((int)a, n == SYS_pwrite64 ? d : -1, r, PCSHIM_VIA_SYSCALL));
+        RECORD_IF(r > 0 && g_record, rec_write_pc((int)a, n == SYS_pwrite64 ? d : -1, r, PCSHIM_VIA_SYSCALL, &pc));
         return r;
     }
     case SYS_clone:

@@ -13,6 +13,7 @@ PCSHIM_REALS(DEF_REAL)
 
 /* ---------- state ---------- */
 int g_active;
+int g_record;
 static int g_exit_recorded;
 atomic_int g_finished;
 char g_dir[PATH_MAX];
@@ -119,6 +120,7 @@ void finish(int status, int record, int streams)
     atomic_store(&g_finished, 1);
     flush_all(1);
     end_line();
+    live_finish();
     t_guard = was;
 }
 
@@ -140,6 +142,7 @@ static void on_signal(int sig)
         atomic_store(&g_finished, 1);
         flush_all(1);
         end_line();
+        live_finish();
         t_guard = was;
     }
     signal(sig, SIG_DFL);
@@ -172,14 +175,19 @@ void atfork_child(void)
         t_buf->tid = (uint32_t)sc(SYS_gettid, 0, 0, 0, 0);
         atomic_store(&g_threads[0], t_buf);
     }
-    sc(SYS_close, g_bin, 0, 0, 0);
-    sc(SYS_close, g_txt, 0, 0, 0);
     atomic_store(&g_finished, 0);
     g_exit_recorded = 0;
     desc_after_fork_child();
     desc_share_all(0); /* the parent shares every description */
     atomic_store(&g_uring_warned, 0);
-    open_logs();
+    live_after_fork();
+    if (g_record) {
+        sc(SYS_close, g_bin, 0, 0, 0);
+        sc(SYS_close, g_txt, 0, 0, 0);
+        open_logs();
+    } else {
+        g_pid = (uint32_t)getpid();
+    }
 }
 
 static void resolve_all(void)
@@ -221,12 +229,19 @@ __attribute__((constructor)) static void pcshim_init(void)
     t_guard = 1;
     resolve_all();
     const char *dir = getenv("PCSHIM_DIR");
-    if (!dir || !dir[0]) {
+    const char *hints = getenv("PCSHIM_HINTS");
+    g_record = dir && dir[0];
+    g_pid = (uint32_t)getpid();
+    /* live hints: a table that cannot be used leaves the program running without them (the
+     * caller checked the table; the live log then lacks this process's L line) */
+    if (hints && hints[0])
+        live_load(hints);
+    if (!g_record && !g_live) {
         t_guard = 0;
         errno = saved;
         return;
     }
-    snprintf(g_dir, sizeof g_dir, "%s", dir);
+    snprintf(g_dir, sizeof g_dir, "%s", g_record ? dir : "");
     const char *m = getenv("PCSHIM_METHOD");
     if (m && !strcmp(m, "fp"))
         g_method = M_FP;
@@ -252,7 +267,8 @@ __attribute__((constructor)) static void pcshim_init(void)
     g_exe[n > 0 ? n : 0] = 0;
     dl_iterate_phdr(self_cb, (void *)(uintptr_t)&pcshim_init);
     pthread_key_create(&g_key, thread_gone);
-    open_logs();
+    if (g_record)
+        open_logs();
     learn_inherited();
     if (g_method == M_UNWIND || g_method == M_AUTO) {
         void *h = real_dlopen ? real_dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : NULL;

@@ -54,7 +54,11 @@ void open_logs(void)
     }
 }
 
-void txt_line(const char *s, size_t n) { write_all(g_txt, s, n); }
+void txt_line(const char *s, size_t n)
+{
+    if (g_txt >= 0)
+        write_all(g_txt, s, n);
+}
 
 void shim_warn(const char *msg)
 {
@@ -97,7 +101,7 @@ uint64_t intern_path(const char *p)
  * blocked. So an exit path in a handler that interrupted the shim can still flush it. */
 void flush_buf(struct tbuf *b)
 {
-    if (b->used > 0) {
+    if (b->used > 0 && g_bin >= 0) {
         uint64_t all = ~0ULL, old = 0;
         sc(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, sizeof all);
         write_all(g_bin, b->rec, (size_t)b->used * sizeof(struct pcshim_record));

@@ -12,6 +12,8 @@ atomic_int g_fd_hi; /* the highest fd ever tracked: bounds the walks over the ta
 void push_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
                  uint64_t path, uint64_t aux, struct pc_once *pc)
 {
+    if (!g_record)
+        return; /* live hints only (pcstream run): no logs */
     struct tbuf *b = my_buf();
     struct pcshim_record r;
     memset(&r, 0, sizeof r);
@@ -136,15 +138,24 @@ void rec_fd(int op, int fd, uint64_t off, uint64_t len, uint32_t flags, int want
 
 void rec_write(int fd, int64_t off, ssize_t ret, uint32_t flags)
 {
+    struct pc_once pc = {0, 0, 0};
+    rec_write_pc(fd, off, ret, flags, &pc);
+}
+
+/* rec_write with the call's PC, computed already (live hints: before the real call) or not. */
+void rec_write_pc(int fd, int64_t off, ssize_t ret, uint32_t flags, struct pc_once *pcp)
+{
     struct fdinfo *e = fd_get(fd);
     if (!e)
         return;
-    struct pc_once pc = {0, 0, 0};
+    struct pc_once pc = *pcp;
     if (off < 0) {
         /* the signature first: a signal handler ending the process between the accounting below
          * and the record then has the shortest window to land in */
-        pc.pc = signature(my_buf(), &pc.nframes);
-        pc.done = 1;
+        if (!pc.done) {
+            pc.pc = signature(my_buf(), &pc.nframes);
+            pc.done = 1;
+        }
         off_t cur = sc(SYS_lseek, fd, 0, SEEK_CUR, 0);
         off = cur >= 0 ? cur - ret : 0;
         if (off < 0)

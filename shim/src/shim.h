@@ -49,6 +49,8 @@
  *   hooks_copy.c     copy_file_range, sendfile(64), splice
  *   hooks_syscall.c  syscall(): write, pwrite64, io_submit, io_uring_setup, clone, clone3
  *   hooks_uring.c    liburing set-up (counted, the ring I/O is not recorded)
+ *   live.c           live write-lifetime hints: the PC -> hint table, the per-inode cache,
+ *                    fcntl(F_SET_RW_HINT) before each write, the live log's counts
  */
 #ifndef PCSHIM_SHIM_H
 #define PCSHIM_SHIM_H
@@ -371,6 +373,11 @@ extern atomic_int g_fd_hi;
 extern TLS int t_guard;
 /* lifecycle.c: the process image ended (finish): nothing more is recorded */
 extern atomic_int g_finished;
+/* lifecycle.c: logs are written (PCSHIM_DIR set); live.c: hints are set (PCSHIM_HINTS loaded) */
+extern int g_record;
+extern int g_live;
+extern int g_livelog;
+extern char g_env_hints[PATH_MAX + 16];
 
 /* ---------- prototypes ---------- */
 /* util.c */
@@ -413,6 +420,7 @@ struct fdinfo *fd_get(int fd);
 void fd_forget(int fd);
 void rec_fd(int op, int fd, uint64_t off, uint64_t len, uint32_t flags, int want_pc);
 void rec_write(int fd, int64_t off, ssize_t ret, uint32_t flags);
+void rec_write_pc(int fd, int64_t off, ssize_t ret, uint32_t flags, struct pc_once *pc);
 void rec_path(int op, int dirfd, const char *p, uint64_t aux, const struct stat *st);
 /* account.c */
 struct desc *desc_new(uint32_t flags, int64_t acc);
@@ -466,6 +474,12 @@ void uring_used(void);
 void end_line(void);
 void finish(int status, int record, int streams);
 void atfork_child(void);
+/* live.c */
+int live_load(const char *path);
+void live_before(int fd, struct pc_once *pc);
+void live_owned(int fd);
+void live_finish(void);
+void live_after_fork(void);
 /* hooks_files.c, hooks_process.c, hooks_aio.c: used by other hooks */
 void after_open(int fd, int flags);
 void rec_fork(pid_t child);
@@ -483,7 +497,18 @@ static inline int enter(void)
 
 static inline void leave(void) { t_guard = 0; }
 
-static inline int is_our_fd(int fd) { return fd >= 0 && (fd == g_bin || fd == g_txt); }
+static inline int is_our_fd(int fd) { return fd >= 0 && (fd == g_bin || fd == g_txt || fd == g_livelog); }
+
+/* Live hints, before a write's real call: the PC into `pc` and the file's hint set (live.c). */
+#define LIVE_BEFORE(fd, pc)                                                 \
+    do {                                                                    \
+        if (g_live && enter()) {                                            \
+            int saved_errno_ = errno;                                       \
+            live_before((fd), (pc));                                        \
+            errno = saved_errno_;                                           \
+            leave();                                                        \
+        }                                                                   \
+    } while (0)
 
 /* The tail of a hook, written once: if `cond` holds (evaluated first: a failed call never takes
  * the guard) and the shim may record (enter() takes the guard), run the statements (the rest of
@@ -506,8 +531,10 @@ static inline int is_our_fd(int fd) { return fd >= 0 && (fd == g_bin || fd == g_
     EXPORT ssize_t name params                                              \
     {                                                                       \
         RESOLVE(name);                                                      \
+        struct pc_once pc_ = {0, 0, 0};                                     \
+        LIVE_BEFORE(to_fd, &pc_);                                           \
         ssize_t r = real_##name args;                                       \
-        RECORD_IF(r > 0, rec_write(to_fd, at, r, via));                     \
+        RECORD_IF(r > 0 && g_record, rec_write_pc(to_fd, at, r, via, &pc_)); \
         return r;                                                           \
     }
 
