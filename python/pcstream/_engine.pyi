@@ -27,6 +27,11 @@ def preset_toml(name: str) -> str: ...
 def ssd_summary(ssd: str) -> str:
     """JSON summary of an SSD given by preset name or path to a TOML file."""
 
+def table_streams(
+    table: str, ssd: str = "paper", policy: str = "pcstream", params: dict[str, str] | None = None
+) -> str:
+    """A persistent PC table loaded as a simulation on ``ssd`` loads it, saved again (JSON)."""
+
 def simulate(
     trace: str,
     policy: str,

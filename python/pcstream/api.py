@@ -139,6 +139,14 @@ def simulate_json(
     )
 
 
+def table_streams(
+    table: str, ssd: str = "paper", policy: str = "pcstream", params: dict[str, str] | None = None
+) -> str:
+    """A persistent PC table (JSON text) loaded as a simulation on ``ssd`` loads it (re-clustered for
+    its stream count) and saved again: the streams and centroids that simulation starts with."""
+    return str(engine().table_streams(table, ssd=ssd, policy=policy, params=params))
+
+
 def info(trace: str) -> Json:
     """Summary of a block trace (rows, pages written/trimmed/read, footprint, PCs, ...)."""
     return _decode(engine().info(trace))

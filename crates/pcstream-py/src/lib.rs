@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use pcstream_core::placement::registry;
-use pcstream_core::{config, SimError, SimOptions, SsdConfig};
+use pcstream_core::{config, SimError, SimOptions, Simulator, SsdConfig};
 use pcstream_trace::map::aging::{self, AgingSpec};
 use pcstream_trace::run::run_with_table_file;
 use pcstream_trace::{generate_to_file, summarize, GenParams, RunError, TraceError};
@@ -171,6 +171,37 @@ fn simulate(
     });
     let r = r.map_err(|e| prog.run_err(e))?;
     Ok(serde_json::to_string(&r).expect("result serialises"))
+}
+
+/// A persistent PC table (the JSON `simulate --table` writes) loaded into `policy` on `ssd` as a
+/// simulation loads it (re-clustered at once for the SSD's stream count), then saved again: the
+/// streams and centroids that simulation would start with.
+#[pyfunction]
+#[pyo3(signature = (table, ssd="paper", policy="pcstream", params=None))]
+fn table_streams(
+    table: &str,
+    ssd: &str,
+    policy: &str,
+    params: Option<BTreeMap<String, String>>,
+) -> PyResult<String> {
+    let cfg = load_ssd(ssd)?;
+    let opts = SimOptions {
+        policy: policy.to_string(),
+        prefill: 0.0,
+        warmup: 0,
+        seed: 0,
+        timing: false,
+        cdf_points: 0,
+        params: params.unwrap_or_default(),
+        trace_name: String::new(),
+    };
+    let mut sim = Simulator::new(&cfg, opts).map_err(sim_err)?;
+    sim.policy_mut()
+        .load_state(table)
+        .map_err(|e| InputError::new_err(e.to_string()))?;
+    sim.policy_mut()
+        .save_state()
+        .ok_or_else(|| UsageError::new_err(format!("policy {policy} keeps no persistent table")))
 }
 
 #[pyfunction]
@@ -441,6 +472,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(preset_toml, m)?)?;
     m.add_function(wrap_pyfunction!(ssd_summary, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(table_streams, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(gen, m)?)?;
     m.add_function(wrap_pyfunction!(bench_engine, m)?)?;
