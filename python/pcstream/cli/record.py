@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
 from pcstream import mapping
-from pcstream.cli._common import SIZE, SIZE_HELP, aging_options, epilog
+from pcstream.cli._common import SIZE, SIZE_HELP, aging_options, epilog, resolve_ssd, ssd_option
 from pcstream.record import blockcapture, filetrace
 
 BLOCK_DEFAULT_OUT = "record-block"
@@ -99,6 +100,18 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
     metavar="OPTS",
     help="--block: mount options of the ext4 (default discard,noatime, as the model assumes).",
 )
+@click.option(
+    "--table",
+    default=None,
+    metavar="TABLE.json",
+    help="--block: run CMD with live write-lifetime hints from this PC table (learned by 'simulate "
+    "--table'; its signature method replaces --method/--frames); needs the BPF capture. The layout "
+    "file then has the shim's counts and the hint fidelity (docs/LIVE.md).",
+)
+@ssd_option
+@click.option(
+    "--json", "as_json", is_flag=True, help="--block: print the capture summary as one JSON object to stdout."
+)
 @aging_options
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def command(
@@ -115,6 +128,9 @@ def command(
     age: float | None,
     age_seed: int,
     age_churn: int,
+    table: str | None,
+    ssd: str,
+    as_json: bool,
     cmd: tuple[str, ...],
 ) -> int:
     """Run CMD with the pcshim LD_PRELOAD shim, then convert what it logged into one file-level
@@ -144,11 +160,16 @@ def command(
         status, summary = blockcapture.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
             symbol_dirs=dirs, age=mapping.Aging(age, age_seed, age_churn) if age is not None else None,
+            table=Path(table) if table else None, ssd=resolve_ssd(ssd),
         )  # fmt: skip
         click.echo(blockcapture.summary_line(blockcapture.Outputs.at(where), summary), err=True)
+        if as_json:
+            click.echo(json.dumps(summary, separators=(",", ":")))
         return status
     if capacity is not None or mount_opts is not None or age is not None:
         raise click.UsageError("--capacity, --mount-opts and --age need --block")
+    if table is not None or as_json:
+        raise click.UsageError("--table and --json need --block (live hints without recording: pcstream run)")
     out = Path(output or "trace.parquet")
     status, summary = filetrace.record(
         list(cmd),

@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from pcstream import api, diagnose
+from pcstream import api, diagnose, live
 from pcstream.cli._common import (
     epilog,
     fmt,
@@ -178,6 +178,8 @@ def command(
             cdf_points=CDF_POINTS if cdf is not None else 0,
         )
 
+    if table is not None and policy in live.TABLE_POLICIES:
+        live.stamp_signature(table, trace)  # the signature method 'pcstream run' must use
     result = json.loads(text)
     if cdf is not None:
         points = result.pop("latency_cdf", None)

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcstream import api
+from pcstream import api, live
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
 from pcstream.mapping import Aging
 from pcstream.record import agereplay, biocapture, biotrace, filetrace
@@ -294,6 +294,7 @@ def capture(
     progress: Callable[[str], None] | None = None,
     age: Aging | None = None,
     method: str | None = None,
+    source: str | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """Run ``cmd`` on a fresh ext4 of ``capacity_pages`` 4 KiB blocks (aged first with ``age``)
     and capture its block I/O (``method``: see :func:`choose_capture`).
@@ -339,7 +340,7 @@ def capture(
             layout = read_layout(device, paths)
         files = convert_files()
         extents = aged["extents"] if aged else []
-        source = "pcstream record --block " + " ".join(cmd)
+        source = source or "pcstream record --block " + " ".join(cmd)
         if kind == "bpf":
             bios = biocapture.read(outputs.bio)
             say(f"building the block trace from {len(bios.bios)} bios")
@@ -420,6 +421,8 @@ def record_block(
     symbol_dirs: Sequence[Path] = (),
     age: Aging | None = None,
     capture_method: str | None = None,
+    table: Path | None = None,
+    ssd: str = "paper",
 ) -> tuple[int, dict[str, Any]]:
     """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
     write the real block trace, the file-level trace and the layout (see :func:`capture`).
@@ -427,9 +430,16 @@ def record_block(
     status and the capture summary. ``coalesce`` and ``symbol_dirs`` as for the file-level trace
     (:func:`.filetrace.record`; ``record --block`` coalesces by default, ``validate --run`` keeps
     one row per write); ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
-    model's aging first; ``capture_method``: see :func:`choose_capture`."""
+    model's aging first; ``capture_method``: see :func:`choose_capture`. ``table``: run with live
+    write-lifetime hints from this PC table resolved for ``ssd`` (:mod:`pcstream.live`), with the
+    table's signature method; the summary then has ``live`` (the shim's counts) and ``fidelity``
+    (the share of data pages whose bio carried their PC's hint)."""
     if method not in filetrace.METHODS:
         raise CliError(f"--method {method}: unknown; use one of {', '.join(filetrace.METHODS)}", EXIT_USAGE)
+    resolved = live.resolve(table, ssd) if table is not None else None
+    if resolved is not None:
+        method, frames = str(resolved.signature["method"]), int(resolved.signature["frames"])
+        capture_method = capture_method or "bpf"  # the hints are read from the bios: BPF or an error
     shim = filetrace.shim_path()
     filetrace.check_command(cmd)
     check_environment(tracefs=False)
@@ -442,10 +452,16 @@ def record_block(
             f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
         )
     logdir = Path(tempfile.mkdtemp(prefix="pcstream-record-"))
-    source = "pcstream record --block " + " ".join(cmd)
+    source = live.record_source(cmd, method, frames, block=True)
+    hints_file = logdir.with_name(logdir.name + ".hints")
+    if resolved is not None:
+        live.write_hints(resolved.hints, hints_file)
 
     def run(c: list[str], cwd: Path) -> int:
-        return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
+        if resolved is None:
+            return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
+        env = live.live_env(dict(os.environ), hints_file, resolved.signature)
+        return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd, env=env)
 
     def files() -> dict[str, Any]:
         summary = filetrace.convert(logdir, outputs.files, source, coalesce)
@@ -454,7 +470,7 @@ def record_block(
         return summary
 
     try:
-        return capture(
+        status, summary = capture(
             cmd,
             outputs,
             capacity_pages,
@@ -464,9 +480,38 @@ def record_block(
             progress=say,
             age=age,
             method=capture_method,
+            source=source,
         )
+        if resolved is not None:
+            add_live(summary, resolved, live.read_live_log(Path(str(hints_file) + ".log")), outputs, table)
+        return status, summary
     finally:
         shutil.rmtree(logdir, ignore_errors=True)
+        for p in (hints_file, Path(str(hints_file) + ".log")):
+            p.unlink(missing_ok=True)
+
+
+def add_live(
+    summary: dict[str, Any],
+    resolved: live.Resolved,
+    counts: live.LiveCounts,
+    outputs: Outputs,
+    table: Path | None,
+) -> None:
+    """The live hints of a ``record --block --table`` run into its summary (and layout file): the
+    table's resolution, the shim's counts, their warnings and, with the BPF capture, the fidelity."""
+    summary["table"] = resolved.summary()
+    summary["live"] = counts.as_dict()
+    if summary.get("capture") == "bpf":
+        summary["fidelity"] = live.fidelity(outputs.block, resolved.hints)
+    else:
+        summary.setdefault("warnings", []).append(
+            "no hint fidelity: without BPF the block trace has no hints"
+        )
+    more = live.warnings(counts, table or "")
+    if more:
+        summary.setdefault("warnings", []).extend(more)
+    outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
 
 
 def load_layout(path: Path) -> dict[str, Any]:
@@ -498,6 +543,12 @@ def summary_line(out: Outputs, s: dict[str, Any]) -> str:
         )
     elif s.get("capture"):
         line += f"; capture {s['capture']}"
+    if s.get("fidelity"):
+        f = s["fidelity"]
+        line += (
+            f"; live hints: {100 * s['live']['match_rate']:.1f} % of writes matched the table, "
+            f"{100 * f['rate']:.1f} % of {f['data_pages']} attributed data pages carried their PC's hint"
+        )
     if s.get("aged"):
         a = s["aged"]
         line += f"; aged to {100 * a['used_share']:.1f} % ({a['creates']} files, {a['deletes']} deleted)"

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcstream import api
+from pcstream import api, live
 from pcstream.errors import EXIT_INPUT, EXIT_USAGE, CliError, check_output
 from pcstream.record import elf, runner
 from pcstream.record.symbols import symbolize_or_warn
@@ -92,11 +92,13 @@ def run_under_shim(
     frames: int = 12,
     shim: Path | None = None,
     cwd: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> int:
     """Run ``cmd`` with the shim preloaded, logs to ``logdir``, in ``cwd`` (default: ours), in a
     process group of its own that gets the SIGTERM, SIGINT and SIGHUP sent to us
-    (:mod:`.runner`); return its exit status (128+N if signal N ended it)."""
-    env = dict(os.environ)
+    (:mod:`.runner`); return its exit status (128+N if signal N ended it). ``env``: the
+    environment to start from (default: ours)."""
+    env = dict(os.environ if env is None else env)
     so = str(shim or shim_path())
     env["LD_PRELOAD"] = so + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["PCSHIM_DIR"] = str(logdir.resolve())
@@ -147,7 +149,7 @@ def record(
         logdir = Path(tempfile.mkdtemp(prefix="pcstream-record-"))
     try:
         status = run_under_shim(cmd, logdir, method, frames, shim)
-        summary = convert(logdir, out, "pcstream record " + " ".join(cmd), coalesce)
+        summary = convert(logdir, out, live.record_source(cmd, method, frames), coalesce)
         summary["warnings"] = early + list(summary.get("warnings", []))
         if symbols and summary.get("signatures"):
             symbolize_or_warn(out, summary, symbol_dirs)
