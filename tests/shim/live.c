@@ -3,6 +3,8 @@
  *                long.dat: 2 MiB written once per round by write_long; 4 rounds
  *   live one     the same two paths on two regions of one file, both.dat (the hard case: one inode,
  *                one hint at a time, the pages of both paths dirty at the same writeback)
+ *   live onelazy as one, but neither path syncs: one fsync per round, so the pages of both paths
+ *                are dirty at the same writeback and carry the hint the inode holds then
  *   live hinted  as two, but the program sets LONG (4) on short.dat itself first
  *   live threads two threads writing one file each through write_short / write_long, then a fork
  *                whose child writes through write_long; exits 7; prints "done"
@@ -19,6 +21,7 @@
 
 #define KIB 1024
 static char buf[64 * KIB];
+static int lazy; /* onelazy: the paths do not sync */
 
 __attribute__((noinline)) static void put(int fd, off_t off, size_t n)
 {
@@ -29,14 +32,16 @@ __attribute__((noinline)) static void put(int fd, off_t off, size_t n)
 __attribute__((noinline)) void write_short(int fd, off_t at)
 {
     put(fd, at, sizeof buf);
-    fdatasync(fd);
+    if (!lazy)
+        fdatasync(fd);
 }
 
 __attribute__((noinline)) void write_long(int fd, off_t at, int chunks)
 {
     for (int i = 0; i < chunks; i++)
         put(fd, at + (off_t)i * (off_t)sizeof buf, sizeof buf);
-    fdatasync(fd);
+    if (!lazy)
+        fdatasync(fd);
 }
 
 static int open_file(const char *name)
@@ -91,7 +96,8 @@ int main(int argc, char **argv)
         printf("done\n");
         return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 7 : 1;
     }
-    int one = !strcmp(mode, "one");
+    lazy = !strcmp(mode, "onelazy");
+    int one = lazy || !strcmp(mode, "one");
     int s = open_file(one ? "both.dat" : "short.dat");
     int l = one ? s : open_file("long.dat");
     if (!strcmp(mode, "hinted")) {
@@ -104,6 +110,8 @@ int main(int argc, char **argv)
         write_long(l, long_at, 32);
         for (int i = 0; i < 40; i++)
             write_short(s, 0);
+        if (lazy)
+            fsync(s);
     }
     show(one ? "both" : "short", s);
     if (!one)
