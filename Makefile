@@ -73,7 +73,7 @@ test-python: install browser ## Python: ruff lint and format check, pytest
 	$(BIN)/ruff format --check python tests
 	$(BIN)/pytest -q tests/python
 
-bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench, every policy's cost per write, compare on the suite
+bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench, every policy's cost per write, compare on the suite, record and live hints per write
 	$(CARGO) bench -p pcstream-trace --bench engine
 	$(CARGO) bench -p pcstream-trace --bench map
 	$(CARGO) bench -p pcstream-trace --bench import
@@ -82,6 +82,7 @@ bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench,
 	$(BIN)/pcstream bench --timing
 	$(CARGO) run --release -p pcstream-core --example policy_cost
 	$(BIN)/python tools/bench_compare.py
+	$(BIN)/python tools/bench_record.py
 
 policy-table: ## Regenerate the WAF-per-policy table of docs/POLICIES.md from the gen workloads
 	$(CARGO) run --release -p pcstream-trace --example policy_table -- --update docs/POLICIES.md
@@ -132,7 +133,7 @@ rocksdb-tools: ## Install db_bench (Debian rocksdb-tools) for the record purity 
 purity: install rocksdb-tools ## Record db_bench with every PC method; purity of the signatures
 	$(BIN)/python -m pcstream.record.purity --run
 
-bench-record: install ## Per-write overhead of pcstream record by PC method (median ns/write)
+bench-record: install ## Per-write overhead of pcstream record by PC method and of live hints (median ns/write)
 	$(BIN)/python tools/bench_record.py
 
 # --- validation of the file-system model against a real ext4 (root: loop device, BPF or tracefs) ---

@@ -2,7 +2,10 @@
 
 Builds tests/shim/overhead.c (N x 64-byte pwrite from a 10-deep call chain, frame pointers kept)
 and runs it: without the shim, with the shim loaded but inert (no PCSHIM_DIR: interposition only),
-and under ``pcstream record --method M --no-symbols`` for every method; each configuration
+under ``pcstream record --method M --no-symbols`` for every method, and with live hints (the
+shim as ``pcstream run`` starts it: ``PCSHIM_HINTS``, no logs) with the write's PC in the table
+(its hint set once, then found in the per-inode cache) and not in it (NOT_SET, likewise), for
+the fp and auto methods; each configuration
 ``--repeat`` times, interleaved. Prints the median ns/write (process CPU time, which waiting for
 a CPU shared with other jobs does not inflate, and wall time) and the overhead over no shim.
 The file lives in /dev/shm when it exists (tmpfs: the syscall, not the disk, is the baseline).
@@ -34,6 +37,24 @@ def ns_per_write(out: str) -> tuple[float, float]:
     raise ValueError(f"overhead: unexpected output {out!r}; rebuild tests/shim/overhead.c")
 
 
+def live_tables(prog: list[str], work: Path, method: str, frames: int) -> tuple[Path, Path]:
+    """Hint files for the live configurations: the write's PC (recorded once) → SHORT, and a table
+    of one other PC (so the write's PC is unknown)."""
+    import pyarrow.parquet as pq
+
+    from pcstream import live
+
+    trace = work / f"pc-{method}.parquet"
+    rec = [sys.executable, "-m", "pcstream", "record", "-o", str(trace), "--no-symbols", "--method", method]
+    cmd = [*rec, "--frames", str(frames), "--", prog[0], "1000", prog[2]]
+    subprocess.run(cmd, capture_output=True, check=True)
+    pcs = {r["pc"] for r in pq.read_table(trace, columns=["op", "pc"]).to_pylist() if r["op"] == "write"}
+    hit, miss = work / f"hit-{method}.bin", work / f"miss-{method}.bin"
+    live.write_hints({pc: live.SHORT for pc in pcs}, hit)
+    live.write_hints({1: live.SHORT}, miss)
+    return hit, miss
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--writes", type=int, default=200_000)
@@ -62,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
                 [*rec, "--method", m, "--frames", str(a.frames), "--", *prog],
                 None,
             )
+        for m in ("fp", "auto"):
+            hit, miss = live_tables(prog, work, m, a.frames)
+            for what, table in (("in table", hit), ("not in table", miss)):
+                env = {**inert, "PCSHIM_HINTS": str(table), "PCSHIM_METHOD": m}
+                env["PCSHIM_FRAMES"] = str(a.frames)
+                configs[f"live {m}, PC {what}"] = (prog, env)
         times: dict[str, list[tuple[float, float]]] = {k: [] for k in configs}
         for _ in range(a.repeat):
             for name, (cmd, env) in configs.items():

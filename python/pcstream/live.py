@@ -311,13 +311,19 @@ def run(cmd: list[str], table: str | Path, ssd: str = "paper") -> tuple[int, dic
         )
     work = Path(tempfile.mkdtemp(prefix="pcstream-run-"))
     try:
+        # readable (the table) and appendable (the log) by descendants that drop privileges
+        work.chmod(0o755)
         hints_file = work / "hints.bin"
         write_hints(resolved.hints, hints_file)
+        hints_file.chmod(0o644)
+        log = Path(str(hints_file) + ".log")
+        log.touch()
+        log.chmod(0o666)
         env = {k: v for k, v in os.environ.items() if k != "PCSHIM_DIR"}
         env = live_env(env, hints_file, resolved.signature)
         env["LD_PRELOAD"] = str(shim) + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
         status = runner.run(cmd, env)
-        counts = read_live_log(Path(str(hints_file) + ".log"))
+        counts = read_live_log(log)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = {

@@ -187,6 +187,32 @@ def test_run_signal_status(table: Path, tmp_path: Path) -> None:
     assert r.returncode == 128 + 15
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv")
+def test_run_rejected_hint_one_warning_and_the_program_goes_on(prog: Path, table: Path) -> None:
+    """F_SET_RW_HINT on a file the process does not own is refused (EPERM): the program, started
+    by setpriv as nobody, writes root's files; one warning, its output and status unchanged."""
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="pcstream-live-"))
+    try:
+        shared.chmod(0o777)
+        exe = shared / "live"
+        shutil.copy(prog, exe)
+        for name in ("short.dat", "long.dat"):
+            (shared / name).touch()
+            (shared / name).chmod(0o666)
+        drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        r = pcstream("run", "--table", table, "--ssd", "small", "--json", "--", *drop, exe, "two", cwd=shared)
+        assert r.returncode == 0, r.stderr
+        assert [line.split()[0] for line in r.stdout.splitlines()] == ["short", "long"]
+        lines = r.stderr.splitlines()
+        assert len(lines) == 2 and "rejected the write-lifetime hint (EPERM)" in lines[0], r.stderr
+        counts = json.loads(lines[1])["live"]
+        assert counts["hints_rejected"] == 2 and counts["hints_set"] == 0 and counts["matched_writes"] == 288
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 @pytest.mark.parametrize(
     ("content", "what"),
     [(None, "no such table"), ("{not json", "invalid JSON"), ('{"format": 1}', "no policy and pcs")],
