@@ -128,19 +128,19 @@ def stamp_signature(table_path: str | Path, trace: str | Path) -> dict[str, Any]
 class Resolved:
     """A table resolved for one SSD: each PC's hint, and how the streams map to levels."""
 
-    hints: dict[int, int]
+    hints: dict[int, int]  # every PC of the table → its level (NOT_SET: no stream)
     signature: dict[str, Any]
     signature_stored: bool
     streams: list[dict[str, Any]] = field(default_factory=list)
     pcs: int = 0
 
     def summary(self) -> dict[str, Any]:
-        counts = {LEVELS[h]: 0 for h in range(SHORT, EXTREME + 1)}
+        counts = {LEVELS[h]: 0 for h in (NOT_SET, SHORT, MEDIUM, LONG, EXTREME)}
         for h in self.hints.values():
             counts[LEVELS[h]] += 1
         return {
             "pcs": self.pcs,
-            "hinted_pcs": len(self.hints),
+            "hinted_pcs": sum(1 for h in self.hints.values() if h != NOT_SET),
             "pcs_by_hint": counts,
             "streams": self.streams,
             "signature": self.signature,
@@ -161,7 +161,9 @@ def resolve(path: str | Path, ssd: str = "paper", params: dict[str, str] | None 
     used = sorted({int(e["stream"]) for e in saved["pcs"] if int(e["stream"]) > 0})
     used.sort(key=lambda s: (centroids[s - 1] if s - 1 < len(centroids) else float("inf"), s))
     level = {s: level_of_rank(rank, len(used)) for rank, s in enumerate(used)}
-    hints = {int(e["sig"]): level[int(e["stream"])] for e in saved["pcs"] if int(e["stream"]) in level}
+    # every PC of the table is known to the shim (a write's PC counts as matched); those without a
+    # stream are NOT_SET, as unknown ones are
+    hints = {int(e["sig"]): level.get(int(e["stream"]), NOT_SET) for e in saved["pcs"]}
     streams = [
         {
             "stream": s,
