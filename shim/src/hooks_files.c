@@ -12,6 +12,8 @@ static void rec_open(int fd, int flags)
 {
     fd_forget(fd);
     struct fdinfo *info = fd_opened(fd, flags);
+    if (info && g_live)
+        live_opened(info->dev, info->ino);
     if (info)
         add_record(PCSHIM_OP_OPEN, fd, 0, 0, (uint32_t)flags, info->dev, info->ino, info->path, 0, 1);
 }

@@ -14,7 +14,9 @@
 
 #define LIVE_INODES 16384 /* inode cache slots (power of two) */
 
-enum { I_EMPTY = 0, I_SET = 1, I_OWNED = 2, I_REJECTED = 3 };
+/* I_STALE: a hint was set on an inode of this number, but it has been opened since and may be a
+ * new file that reuses the number (a new inode starts with NOT_SET): set the hint again. */
+enum { I_EMPTY = 0, I_SET = 1, I_OWNED = 2, I_REJECTED = 3, I_STALE = 4 };
 
 struct hint_slot {
     uint64_t sig;
@@ -194,6 +196,26 @@ void live_before(int fd, struct pc_once *pc)
             }
         }
     }
+}
+
+/* A file was opened: if this process set a hint on an inode of that number, set it again at the
+ * next write (inode numbers are reused: RocksDB's new SST files get the numbers of deleted ones,
+ * and a new inode has no hint). At most one more fcntl per open. */
+void live_opened(uint64_t dev, uint64_t ino)
+{
+    lock_inodes();
+    uint64_t start = mix64(dev * 0x9e3779b97f4a7c15ULL ^ ino) & (LIVE_INODES - 1);
+    for (uint64_t i = 0; i < LIVE_INODES; i++) {
+        struct inode_slot *s = &g_inodes[(start + i) & (LIVE_INODES - 1)];
+        if (s->state == I_EMPTY)
+            break;
+        if (s->dev == dev && s->ino == ino) {
+            if (s->state == I_SET)
+                s->state = I_STALE;
+            break;
+        }
+    }
+    unlock_inodes();
 }
 
 /* The program set a hint on `fd` itself (and the kernel took it): its inode is its own now. */

@@ -478,6 +478,7 @@ void atfork_child(void);
 int live_load(const char *path);
 void live_before(int fd, struct pc_once *pc);
 void live_owned(int fd);
+void live_opened(uint64_t dev, uint64_t ino);
 void live_finish(void);
 void live_after_fork(void);
 /* hooks_files.c, hooks_process.c, hooks_aio.c: used by other hooks */

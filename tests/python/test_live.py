@@ -168,6 +168,19 @@ def test_run_program_hint_wins(prog: Path, table: Path, tmp_path: Path) -> None:
     assert inode_hint(tmp_path / "long.dat") == live.MEDIUM
 
 
+def test_run_sets_the_hint_again_on_a_reused_inode_number(prog: Path, table: Path, tmp_path: Path) -> None:
+    """long.dat deleted and created again each round: where the file system gives the new file the
+    old inode number, the cached hint must not stop the new inode (NOT_SET) from getting its own."""
+    r = pcstream("run", "--table", table, "--ssd", "small", "--json", "--", prog, "reuse", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    inos = [line.split()[1] for line in r.stdout.splitlines() if line.startswith("round")]
+    assert len(inos) == 4
+    assert inode_hint(tmp_path / "long.dat") == live.MEDIUM
+    assert inode_hint(tmp_path / "short.dat") == live.SHORT
+    if len(set(inos)) == 4:
+        pytest.skip(f"the file system of {tmp_path} did not reuse the inode number (the hint was set anyway)")
+
+
 def test_run_threads_and_fork_keep_status_and_warn_when_nothing_matches(
     prog: Path, table: Path, tmp_path: Path
 ) -> None:

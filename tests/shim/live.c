@@ -5,6 +5,8 @@
  *                one hint at a time, the pages of both paths dirty at the same writeback)
  *   live onelazy as one, but neither path syncs: one fsync per round, so the pages of both paths
  *                are dirty at the same writeback and carry the hint the inode holds then
+ *   live reuse   as two, but long.dat is unlinked and created again before each round (a file system
+ *                that reuses inode numbers gives the new file the old one's); prints "round ino"
  *   live hinted  as two, but the program sets LONG (4) on short.dat itself first
  *   live threads two threads writing one file each through write_short / write_long, then a fork
  *                whose child writes through write_long; exits 7; prints "done"
@@ -97,6 +99,7 @@ int main(int argc, char **argv)
         return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 7 : 1;
     }
     lazy = !strcmp(mode, "onelazy");
+    int reuse = !strcmp(mode, "reuse");
     int one = lazy || !strcmp(mode, "one");
     int s = open_file(one ? "both.dat" : "short.dat");
     int l = one ? s : open_file("long.dat");
@@ -107,6 +110,16 @@ int main(int argc, char **argv)
     }
     off_t long_at = one ? 1024 * KIB : 0; /* one file: the long path's region after the short one's */
     for (int round = 0; round < 4; round++) {
+        if (reuse && round > 0) {
+            close(l);
+            unlink("long.dat");
+            l = open_file("long.dat");
+        }
+        if (reuse) {
+            struct stat st;
+            fstat(l, &st);
+            printf("round%d %lu\n", round, (unsigned long)st.st_ino);
+        }
         write_long(l, long_at, 32);
         for (int i = 0; i < 40; i++)
             write_short(s, 0);
