@@ -319,5 +319,21 @@ def test_record_block_table_one_file_two_paths_is_measured(
     print(f"{mode}:", json.dumps(fid))
 
 
+def test_record_block_table_without_bpf_says_so(
+    monkeypatch: pytest.MonkeyPatch, table: Path, tmp_path: Path
+) -> None:
+    """The live hints are read from the bios: no BPF is an error naming why (no tracefs fallback);
+    without root, the root error comes first."""
+    from support import invoke
+
+    monkeypatch.setattr(biocapture, "unavailable", lambda: "the BPF capture is not built (test)")
+    r = invoke("record", "--block", "--table", table, "--ssd", "small", "-o", tmp_path / "o", "--", "true")
+    if os.geteuid() != 0:
+        assert r.status == blockcapture.EXIT_NOT_ROOT and "needs root" in r.stderr
+    else:
+        assert_user_error(r, 1, "the BPF capture is not built (test)")
+    assert not (tmp_path / "o" / "block.parquet").exists()
+
+
 def test_record_table_needs_block(tmp_path: Path, table: Path) -> None:
     assert run_module("record", "--table", table, "--", "true", cwd=tmp_path).status == 2
