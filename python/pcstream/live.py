@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import EXIT_INPUT, CliError
+from pcstream.errors import EXIT_INPUT, CliError, engine_status
 
 NOT_SET, NONE, SHORT, MEDIUM, LONG, EXTREME = range(6)
 LEVELS = ("NOT_SET", "NONE", "SHORT", "MEDIUM", "LONG", "EXTREME")
@@ -153,8 +153,8 @@ def resolve(path: str | Path, ssd: str = "paper", params: dict[str, str] | None 
     try:
         text = api.table_streams(json.dumps(table), ssd=ssd, policy=table["policy"], params=params)
         saved = json.loads(text)
-    except Exception as exc:  # the engine's InputError: a table it cannot load
-        if type(exc).__name__ != "InputError":
+    except Exception as exc:
+        if engine_status(exc) != EXIT_INPUT:  # only the engine's InputError: a table it cannot load
             raise
         raise CliError(f"{path}: not a loadable PC table ({exc}); learn it again", EXIT_INPUT) from None
     centroids = saved.get("centroids") or []
@@ -304,7 +304,6 @@ def run(cmd: list[str], table: str | Path, ssd: str = "paper") -> tuple[int, dic
 
     resolved = resolve(table, ssd)
     shim = filetrace.shim_path()
-    filetrace.check_command(cmd)
     early = [w for w in [filetrace.static_warning(filetrace.check_command(cmd))] if w]
     if not resolved.signature_stored:
         early.append(

@@ -228,7 +228,14 @@ def test_run_rejected_hint_one_warning_and_the_program_goes_on(prog: Path, table
 
 @pytest.mark.parametrize(
     ("content", "what"),
-    [(None, "no such table"), ("{not json", "invalid JSON"), ('{"format": 1}', "no policy and pcs")],
+    [
+        (None, "no such table"),
+        ("{not json", "invalid JSON"),
+        ('{"format": 1}', "no policy and pcs"),
+        ('{"format": 1, "policy": "oracle", "pcs": []}', "live hints need pcstream's"),
+        ('{"format": 2, "policy": "pcstream", "centroids": [], "pcs": []}', "not a loadable PC table"),
+        ('{"format": 1, "policy": "pcstream", "centroids": [], "pcs": [{"sig": "x"}]}', "not a loadable"),
+    ],
 )
 def test_run_bad_table_exit_3(tmp_path: Path, content: str | None, what: str) -> None:
     t = tmp_path / "t.json"
