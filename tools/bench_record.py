@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         for m in ("fp", "auto"):
             hit, miss = live_tables(prog, work, m, a.frames)
-            for what, table in (("in table", hit), ("not in table", miss)):
+            for what, table in (("in table", hit), ("unknown", miss)):
                 env = {**inert, "PCSHIM_HINTS": str(table), "PCSHIM_METHOD": m}
                 env["PCSHIM_FRAMES"] = str(a.frames)
                 configs[f"live {m}, PC {what}"] = (prog, env)

@@ -383,7 +383,7 @@ def test_overhead_benchmark_runs(tmp_path: Path) -> None:
     names = [line[:26].strip() for line in lines[2:]]
     assert names == ["no shim", "shim loaded, inert"] + [
         f"record --method {m}" for m in ("fp", "unwind", "auto", "scan")
-    ]
+    ] + [f"live {m}, PC {what}" for m in ("fp", "auto") for what in ("in table", "unknown")]
     assert all(float(line.split()[-4]) > 0 for line in lines[2:])
 
 
