@@ -509,6 +509,10 @@ def add_live(
             "no hint fidelity: without BPF the block trace has no hints"
         )
     more = live.warnings(counts, table or "")
+    if not resolved.signature_stored:
+        sig = resolved.signature
+        more.insert(0, f"{table}: the table does not say which signature method learned it; "
+                    f"used {sig['method']} with {sig['frames']} frames")  # fmt: skip
     if more:
         summary.setdefault("warnings", []).extend(more)
     outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
