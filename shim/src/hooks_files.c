@@ -244,7 +244,8 @@ static void copy_fd(int from, int to)
     }
 }
 
-/* Before the program takes fd number `fd` (dup2/dup3 target): move a log file out of the way. */
+/* Before the program takes fd number `fd` (dup2/dup3 target): move a log file (or the live log)
+ * out of the way. */
 static void vacate(int fd)
 {
     if (!g_active || !is_our_fd(fd))
@@ -254,8 +255,10 @@ static void vacate(int fd)
         return;
     if (fd == g_bin)
         g_bin = moved;
-    else
+    else if (fd == g_txt)
         g_txt = moved;
+    else
+        g_livelog = moved; /* live.c's log */
 }
 
 EXPORT int dup(int fd)

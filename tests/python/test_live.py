@@ -181,6 +181,30 @@ def test_run_sets_the_hint_again_on_a_reused_inode_number(prog: Path, table: Pat
         pytest.skip(f"the file system of {tmp_path} did not reuse the inode number (the hint was set anyway)")
 
 
+DUP_OVER_C = r"""
+#include <fcntl.h>
+#include <unistd.h>
+int main(void) {
+    int fd = open("d.dat", O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    for (int t = 900; t < 910; t++) dup2(fd, t); /* over the shim's own fds */
+    for (int i = 0; i < 8; i++) if (write(903, "abcd", 4) != 4) return 3;
+    return 0;
+}
+"""
+
+
+def test_run_program_taking_the_shims_fd_numbers(table: Path, tmp_path: Path) -> None:
+    """dup2 over the fd numbers the shim keeps its live log at: the log moves out of the way; the
+    program's file gets only the program's bytes and the counts still arrive."""
+    src, exe = tmp_path / "dup.c", tmp_path / "dup"
+    src.write_text(DUP_OVER_C)
+    subprocess.run([CC, "-O1", "-o", str(exe), str(src)], check=True)
+    r = pcstream("run", "--table", table, "--ssd", "small", "--json", "--", exe, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "d.dat").read_bytes() == b"abcd" * 8
+    assert json.loads(r.stderr.splitlines()[-1])["live"]["writes"] == 8
+
+
 def test_run_threads_and_fork_keep_status_and_warn_when_nothing_matches(
     prog: Path, table: Path, tmp_path: Path
 ) -> None:
