@@ -6,6 +6,10 @@
  *   PCSHIM_DIR     absolute directory for the logs (required; the shim is inert without it)
  *   PCSHIM_METHOD  fp | scan | unwind | auto (default auto)
  *   PCSHIM_FRAMES  frames hashed into a signature, 1..64 (default 12)
+ *   PCSHIM_HINTS   live write-lifetime hints (`pcstream run`, `record --block --table`): the
+ *                  signature -> hint file (shim/src/live.c); the shim then sets each write's file
+ *                  hint before the write and appends its counts to <PCSHIM_HINTS>.log. With
+ *                  PCSHIM_HINTS and no PCSHIM_DIR nothing is recorded.
  *   The shim puts these (and itself in LD_PRELOAD) back into the environment of exec and
  *   posix_spawn calls that drop them, so every descendant is recorded.
  *
