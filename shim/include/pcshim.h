@@ -3,7 +3,8 @@
  * converter (crates/pcstream-trace/src/shimlog.rs): it documents the files in the log directory.
  *
  * Environment (set by `pcstream record`, inherited through fork and exec):
- *   PCSHIM_DIR     absolute directory for the logs (required; the shim is inert without it)
+ *   PCSHIM_DIR     absolute directory for the logs (required to record; without it and without
+ *                  PCSHIM_HINTS the shim is inert)
  *   PCSHIM_METHOD  fp | scan | unwind | auto (default auto)
  *   PCSHIM_FRAMES  frames hashed into a signature, 1..64 (default 12)
  *   PCSHIM_HINTS   live write-lifetime hints (`pcstream run`, `record --block --table`): the
