@@ -335,7 +335,13 @@ pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<TxtEnd, S
                 at = line_end + 1;
                 let mut frames = Vec::with_capacity(n.min(64));
                 while frames.len() < n && at < b.len() && b[at] == b'F' {
-                    let sp = at + 2 + b[at + 2..].iter().position(|&c| c == b' ').unwrap_or(0);
+                    // "F <module id> <offset> <module>\n": a torn or mangled tail may end
+                    // anywhere after the tag.
+                    let sp = b
+                        .get(at + 2..)
+                        .and_then(|rest| rest.iter().position(|&c| c == b' '))
+                        .map(|p| at + 2 + p)
+                        .ok_or_else(|| bad(at, "malformed frame line"))?;
                     let id = std::str::from_utf8(&b[at + 2..sp])
                         .ok()
                         .and_then(|s| u64::from_str_radix(s, 16).ok())
