@@ -19,6 +19,20 @@ from pcstream.units import parse_size
 from pcstream.workloads.packages import ensure_packages
 from pcstream.workloads.recipes import RECIPES, Recipe
 
+# The record summary's figures a recipe's result (and the suite's manifest) keeps: the bytes the
+# safety net recovered, those put by stdio macros and those no offset was known for show how
+# complete the capture of each program was (docs/RECORD.md).
+RECORD_FIGURES = (
+    "records",
+    "writes",
+    "write_bytes",
+    "processes",
+    "signatures",
+    "recovered_bytes",
+    "inline_stdio_bytes",
+    "unplaced_bytes",
+)
+
 
 def recipe(name: str) -> Recipe:
     if name not in RECIPES:
@@ -124,7 +138,7 @@ def run_recipe(
         "log": str(log),
         "installed": installed,
         "record_wall_s": round(wall, 1),
-        "record": {k: summary[k] for k in ("records", "writes", "write_bytes", "processes", "signatures")},
+        "record": {k: summary.get(k, 0) for k in RECORD_FIGURES},
         "facts": {k: v for k, v in facts.items() if k != "written_paths"},
         "files_written": len(facts["written_paths"]),
         "check_problems": problems,
