@@ -131,14 +131,23 @@ def test_the_suite_keeps_going_after_a_failure(tmp_path: Path, monkeypatch: pyte
         (deletes_files(100),),
     )
     missing = Recipe("missing", "a program that is not installed", (), "no-such-program-xyz --flag")
-    monkeypatch.setattr(bundle, "RECIPES", {"missing": missing, "good": good})
+    # 260 MiB in one file: more than the 239 MiB file system the suite maps onto here, so the
+    # engine's map fails (an engine error, not a CliError) after a good recording.
+    huge = Recipe(
+        "huge",
+        "more data than the file system holds",
+        (),
+        f"{PY} -c \"open('big', 'wb').write(b'x' * (260 << 20))\"",
+    )
+    monkeypatch.setattr(bundle, "RECIPES", {"missing": missing, "huge": huge, "good": good})
 
     said: list[str] = []
     out = tmp_path / "traces"
     m = bundle.record_suite(
-        out, names=("missing", "good"), capacity_pages=parse_size("small"), say=said.append
+        out, names=("missing", "huge", "good"), capacity_pages=parse_size("small"), say=said.append
     )
     assert list(m["traces"]) == ["good"]
+    assert "file system is full" in m["failed"]["huge"] and any("huge: FAILED" in s for s in said)
     assert "status 127" in m["failed"]["missing"] and "no-such-program-xyz" in m["failed"]["missing"]
     assert any("missing: FAILED" in s for s in said)
     e = m["traces"]["good"]
@@ -146,10 +155,16 @@ def test_the_suite_keeps_going_after_a_failure(tmp_path: Path, monkeypatch: pyte
     assert e["trace"] == "good.parquet" and e["bytes"] == block.stat().st_size
     assert e["sha256"] == hashlib.sha256(block.read_bytes()).hexdigest()
     assert e["map"]["capacity_pages"] == 61248 and e["record"]["writes"] > 1000
+    assert e["record"]["recovered_bytes"] == 0 and e["record"]["unplaced_bytes"] == 0
     assert "fileops varmail" in e["script"] and m["environment"]["pcstream"] == api.version()
     assert json.loads((out / bundle.MANIFEST).read_text()) == m
     # Only the block trace stays, and the log of the failure.
-    assert sorted(p.name for p in out.iterdir()) == ["good.parquet", "manifest.json", "missing.log"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "good.parquet",
+        "huge.log",
+        "manifest.json",
+        "missing.log",
+    ]
     assert m["total_bytes"] == block.stat().st_size
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, mapping
-from pcstream.errors import CliError
+from pcstream.errors import CliError, classify
 from pcstream.workloads import recording
 from pcstream.workloads.packages import package_versions
 from pcstream.workloads.recipes import RECIPES, SUITE_SSD, Recipe
@@ -130,9 +130,14 @@ def record_suite(
                 bar=bar,
                 age=age,
             )
-        except CliError as e:
-            failed[name] = str(e)
-            say(f"[{i}/{len(names)}] {name}: FAILED: {e}")
+        except Exception as e:  # noqa: BLE001 - any user-facing failure of one recipe
+            # A recipe that fails (its program, its checks, or the engine mapping its trace,
+            # e.g. a file system too small for what it wrote) is listed; the others still run.
+            known = classify(e)
+            if known is None:
+                raise
+            failed[name] = known[0]
+            say(f"[{i}/{len(names)}] {name}: FAILED: {known[0]}")
             continue
         finally:
             if not keep_file_traces:
