@@ -287,6 +287,43 @@ def persistent_table(traces: list[Path], ssd: str) -> dict[str, str]:
     return {m: "; ".join(v) for m, v in out.items()}
 
 
+# The block trace's op code of a write (crates/pcstream-core/src/request.rs).
+OP_WRITE = 0
+
+
+def hinted_share(trace: Path) -> float:
+    """The share of a block trace's written pages (after its aged state) that carry a write-lifetime
+    hint the program set itself: what ManualStream can place."""
+    import pyarrow.compute as pc  # noqa: PLC0415 - only the traces' check needs pyarrow
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    skip = int(tracemeta.get(tracemeta.footer(trace), tracemeta.KEY_AGED_ROWS) or 0)
+    t = pq.read_table(trace, columns=["op", "pages", "hint"]).slice(skip)
+    writes = t.filter(pc.equal(t["op"], OP_WRITE))
+    total = pc.sum(writes["pages"]).as_py() or 0
+    hinted = pc.sum(writes.filter(pc.not_equal(writes["hint"], 0))["pages"]).as_py() or 0
+    return hinted / total if total else 0.0
+
+
+def hints_line(traces_dir: Path) -> str:
+    """Which bundled traces carry the programs' own hints (ManualStream's input), from the data."""
+    shares = {
+        p.name.removesuffix(".parquet"): hinted_share(p)
+        for p in sorted(traces_dir.glob("*.parquet"))
+        if discard_mode(str(p)) == "discard"
+    }
+    if not shares:
+        return ""
+    some = [f"{w} {s:.0%}" for w, s in shares.items() if s > 0]
+    return (
+        "The programs' own write-lifetime hints (ManualStream's input), share of each trace's written "
+        "pages: "
+        + (", ".join(some) if some else "none on any trace")
+        + f" ({len(shares) - len(some)} of {len(shares)} set no hint; a page without one goes to stream 0, "
+        "so ManualStream is Baseline there)."
+    )
+
+
 def render(rows: list[dict[str, Any]], traces_dir: Path | None, ssd: str, source: str) -> str:
     by = group(rows)
     modes = mode_order(by)
@@ -323,6 +360,8 @@ def render(rows: list[dict[str, Any]], traces_dir: Path | None, ssd: str, source
         "WAF and positive IOPS changes are gains.",
         "",
         *claims_table(by, modes, gcc),
+        "",
+        hints_line(traces_dir) if traces_dir is not None else "",
         "",
         "## Where pcstream does not win, and why",
         "",

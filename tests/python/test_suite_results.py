@@ -113,3 +113,20 @@ def test_missing_results_file_is_one_line(tmp_path: Path, capsys) -> None:
     assert suite_results.main([str(tmp_path / "none.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "none.jsonl" in err and "compare --results" in err
+
+
+def test_hinted_share_counts_written_pages_with_a_program_hint(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols = {"op": [0, 0, 1, 0], "pages": [4, 4, 8, 2], "hint": [2, 0, 3, 0]}
+    types = {"op": pa.uint8(), "pages": pa.uint32(), "hint": pa.uint8()}
+    pq.write_table(pa.table({k: pa.array(v, types[k]) for k, v in cols.items()}), tmp_path / "db.parquet")
+    pq.write_table(
+        pa.table({k: pa.array(v, pa.uint32()) for k, v in cols.items()}), tmp_path / "db.nodiscard.parquet"
+    )
+    # Writes: 10 pages, 4 of them hinted; the TRIM's hint does not count.
+    assert suite_results.hinted_share(tmp_path / "db.parquet") == 0.4
+    # One line for the discard-mode traces (the other mode is the same recording).
+    line = suite_results.hints_line(tmp_path)
+    assert "db 40%" in line and "(0 of 1 set no hint" in line
