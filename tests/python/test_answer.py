@@ -7,8 +7,8 @@ import io
 
 from rich.console import Console
 
-from pcstream.cli import answer
 from pcstream.compare.jobs import Job, Outcome
+from pcstream.report import answer
 
 
 def outcome(trace: str, policy: str, waf: float, gc: int = 500) -> Outcome:

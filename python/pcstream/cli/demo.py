@@ -10,11 +10,10 @@ from typing import Any
 import click
 
 from pcstream import api
-from pcstream.cli import answer
 from pcstream.cli._common import epilog, outcomes_table, progress_bar, report_failures, stdout
 from pcstream.compare import sweep
 from pcstream.compare.jobs import default_jobs
-from pcstream.report import RunInfo, write_report
+from pcstream.report import RunInfo, answer, write_report
 from pcstream.workloads.recipes import SUITE_SSD
 
 # --quick on the bundled suite: this many traces (the smallest).
