@@ -29,9 +29,9 @@ def rows(manifest: dict[str, Any]) -> list[str]:
     for stem, e in manifest["traces"].items():
         by.setdefault(e["workload"], {})["nodiscard" if stem.endswith(".nodiscard") else "discard"] = e
     out = [
-        "| recipe | written by the programs (GB) | stdio inline / recovered / unplaced bytes | free after aging (GiB) "
-        "| data reaching the device, discard / nodiscard (× free) | held at the end (GiB) "
-        "| record (s) | traces (MB) |",
+        "| recipe | written by the programs (GB) | stdio inline / recovered / unplaced bytes "
+        "| free after aging (GiB) | data reaching the device, discard / nodiscard (× free) "
+        "| held at the end (GiB) | record (s) | traces (MB) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, modes in by.items():
