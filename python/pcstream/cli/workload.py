@@ -43,8 +43,9 @@ def suite(
     as_json: bool,
     only: tuple[str, ...] = bundle.SUITE,
     keep_file_traces: bool = False,
+    remap: bool = False,
 ) -> int:
-    if not do_record:
+    if not (do_record or remap):
         out = stdout()
         modes = " and ".join(f"{opts} ({'NAME' + suffix}.parquet)" for opts, suffix in SUITE_MODES)
         out.print(f"[bold]suite[/bold]: {', '.join(bundle.SUITE)} (about "
@@ -58,6 +59,7 @@ def suite(
         names=only,
         method=method,
         keep_file_traces=keep_file_traces,
+        remap=remap,
         capacity_pages=capacity,
         # --mount-opts: one mode, NAME.parquet; otherwise both of the suite's.
         modes=((mount_opts, ""),) if mount_opts is not None else SUITE_MODES,
@@ -108,6 +110,9 @@ def listing() -> Table:
 @click.option("--keep-file-traces", is_flag=True,
               help="suite: keep each recipe's file-level trace (DIR/NAME.file.parquet) to map it again later "
               "(other sizes, aging, mount options) without recording again.")  # fmt: skip
+@click.option("--remap", is_flag=True,
+              help="suite: record nothing; map the file-level traces --keep-file-traces left in DIR again "
+              "(e.g. after a change of the file-system model), keeping their record figures.")  # fmt: skip
 @click.option("--no-map", is_flag=True, help="Record and check only; no block trace.")
 @click.option("--keep-work", is_flag=True, help="Keep the scratch directory DIR/NAME.work.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -123,6 +128,7 @@ def command(
     age_churn: int,
     only: str | None,
     keep_file_traces: bool,
+    remap: bool,
     no_map: bool,
     keep_work: bool,
     as_json: bool,
@@ -148,7 +154,16 @@ def command(
                     param_hint="--only",
                 )
         return suite(
-            do_record, Path(output_dir), method, capacity, mount_opts, aging, as_json, names, keep_file_traces
+            do_record,
+            Path(output_dir),
+            method,
+            capacity,
+            mount_opts,
+            aging,
+            as_json,
+            names,
+            keep_file_traces,
+            remap,
         )
     if only is not None:
         raise click.UsageError("--only is for 'pcstream workload suite'")
