@@ -12,6 +12,7 @@ the table the first one saved.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -241,10 +242,29 @@ def why_not(w: str, r: dict[str, dict[str, Any]], ours: str, rival: str) -> str:
         return text + f" — GC had little to do (baseline WAF {base:.3f}): no placement can save much here"
     gc = a.get("gc_pages", 0) / max(a.get("host_pages", 1), 1)
     return (
-        f"{text} — GC copied {gc:.2f} pages per host page; `{ours}` put {stream0(a):.0%} of the pages in "
-        f"stream 0; its streams (share, lifetime p25–p50–p75 in host pages): {streams(a)}; "
-        f"`{rival}`: {streams(b)}"
+        f"{text} — GC copied {gc:.2f} pages per host page; {open_units(a, ours)}; {open_units(b, rival)}; "
+        f"`{ours}` put {stream0(a):.0%} of the pages in stream 0; its streams (share, lifetime "
+        f"p25–p50–p75 in host pages): {streams(a)}; `{rival}`: {streams(b)}"
     )
+
+
+@functools.cache
+def unit_pages(ssd: str) -> int:
+    try:
+        return int(api.ssd_summary(ssd)["unit_pages"])
+    except Exception:  # noqa: BLE001 - an SSD this build does not know: the figure is left out
+        return 0
+
+
+def open_units(r: dict[str, Any], policy: str) -> str:
+    """How much of the device's free space at the start a run's open write points held: on a
+    full device each open unit is space GC cannot use."""
+    unit = unit_pages(str(r.get("ssd", "")))
+    free = r.get("physical_pages", 0) - r.get("aged_pages", 0)
+    n = r.get("open_write_points")
+    if not unit or free <= 0 or n is None:
+        return f"`{policy}` open write points unknown"
+    return f"`{policy}` held {n} units open ({n * unit / free:.0%} of the free pages at the start)"
 
 
 def misses(by: dict[str, dict[str, dict[str, Any]]]) -> list[str]:

@@ -44,6 +44,9 @@ ROWS = [
         1250.0,
         gc_pages=200,
         host_pages=1000,
+        open_write_points=9,
+        physical_pages=3_145_728,
+        aged_pages=2_879_289,
         per_stream=[stream(0, 0.4, 10, 500, 9000), stream(1, 0.6, 20, 40, 80)],
     ),
     row("rocksdb-ur.nodiscard", "pcstream-star", 1.30),
@@ -101,6 +104,9 @@ def test_a_miss_says_why_from_the_data(tmp_path: Path) -> None:
     )
     assert "(+9.1%)" in miss and "GC copied 0.20 pages per host page" in miss
     assert "put 40% of the pages in stream 0" in miss
+    # 9 units of 6,144 pages (paper) against 266,439 free pages.
+    assert "`pcstream` held 9 units open (21% of the free pages at the start)" in miss
+    assert "`autostream-sfr` open write points unknown" in miss
     assert "s1 60%, life 20–40–80; s0 40%, life 10–500–9,000" in miss
     assert "`autostream-sfr`: s0 100%, life 5–50–500" in miss
     # Not listed where pcstream wins; little GC is said as such.
