@@ -293,6 +293,12 @@ pub fn gc_reserve(write_points: u32, gc_dests: u32) -> u32 {
     write_points.saturating_sub(1) + gc_dests + 1
 }
 
+/// The most write points a device with `spare` spare units can hold with `gc_dests` GC
+/// destinations per victim: the largest n with `gc_reserve(n, gc_dests)` ≤ `spare`.
+pub fn max_write_points(spare: u32, gc_dests: u32) -> u32 {
+    spare.saturating_sub(gc_dests)
+}
+
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -86,6 +86,7 @@ impl Simulator {
             logical_pages: cfg.logical_pages(),
             unit_pages: cfg.unit_pages(),
             units: cfg.units(),
+            write_point_budget: crate::ftl::write_point_budget(cfg),
             seed: opts.seed,
             params: opts.params.clone(),
         };
@@ -144,7 +145,9 @@ impl Simulator {
             queue: None,
             timing_cfg: cfg.timing.clone(),
             dies: cfg.dies(),
-            metrics: Metrics::new(cfg.ftl.host_streams),
+            // Policies that place GC copies themselves may send host pages to internal write
+            // points too (`per-pc`); count them there.
+            metrics: Metrics::new(n_wps),
             tick_period,
             next_tick: tick_period.unwrap_or(u64::MAX),
             index: 0,

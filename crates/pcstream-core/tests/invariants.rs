@@ -32,6 +32,8 @@ const POLICIES: &[&str] = &[
     "midas?cold_start=0",
     "midas?groups=3&cold_start=0",
     "filestream?period=64",
+    "per-pc",
+    "per-pc?write_points=3",
 ];
 
 /// The simulator options of a `POLICIES` entry.

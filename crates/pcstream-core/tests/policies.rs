@@ -18,6 +18,7 @@ fn ctx(logical: u64, streams: u32, params: &[(&str, &str)]) -> PolicyCtx {
         logical_pages: logical,
         unit_pages: 64,
         units: 64,
+        write_point_budget: streams,
         seed: 1,
         params: params
             .iter()
@@ -813,8 +814,55 @@ fn gc_watermarks_fit_the_configured_ones_into_the_reserve() {
     assert_eq!(gc_watermarks(&cfg, 8, 8), (8, 9));
     // One more write point and the reserve (17) exceeds the spare units.
     assert!(cfg.validate_with(9, 8).is_err());
+    // `per-pc`'s default: as many write points as keep the configured watermarks (16 + 1 − 6).
+    assert_eq!(pcstream_core::ftl::write_point_budget(&cfg), 11);
+    assert_eq!(gc_watermarks(&cfg, 11, 1), (3, 6));
+    assert_eq!(gc_watermarks(&cfg, 12, 1), (3, 5));
     // A roomy device keeps the configured watermarks, raised to one above the destinations.
     let small = pcstream_core::SsdConfig::preset("small").unwrap();
     assert_eq!(gc_watermarks(&small, 8, 1), (11, 21));
     assert_eq!(gc_watermarks(&small, 8, 15), (16, 21));
+}
+
+#[test]
+fn per_pc_gives_each_pc_a_write_point_beyond_the_host_streams() {
+    // 512 blocks of 64 pages, 12 % OP: 54 spare units; with the watermarks 2 / 3 the budget is
+    // 52 write points (51 for PCs, 1 for GC), far more than the 8 host streams.
+    let cfg = device(512, 64, 0.12, "greedy", "block", 8);
+    assert_eq!(pcstream_core::ftl::write_point_budget(&cfg), 52);
+    let logical = cfg.logical_pages();
+    // 12 PCs writing at the same rate, each a circular log over its own region of k² shares
+    // of the logical space (PC k): each PC's pages live a fixed time, 144× apart between PCs.
+    let start = |k: u64| logical * (0..k).map(|j| j * j).sum::<u64>() / 650;
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let mut head = [0u64; 13];
+    // Separated, each PC's units die whole (WAF 1); mixed in one stream they do not.
+    let reqs: Vec<Request> = (0..6 * logical / 4)
+        .map(|_| {
+            let k = rng.random_range(1..=12u64);
+            let (a, b) = (start(k), start(k + 1));
+            let l = a + head[k as usize] % ((b - a) / 4) * 4;
+            head[k as usize] += 1;
+            Request::write(l, 4).with_pc(k)
+        })
+        .collect();
+    let per_pc = run(&cfg, opts("per-pc", 0.0, 2 * logical), &reqs, false);
+    let base = run(&cfg, opts("baseline", 0.0, 2 * logical), &reqs, false);
+    assert_eq!(per_pc.write_points, 52);
+    // PCs take write points 1..=12 in the order they first write; every host page is counted
+    // on its write point, those beyond the host streams included.
+    let streams: Vec<u32> = per_pc.per_stream.iter().map(|s| s.stream).collect();
+    assert_eq!(streams.len(), 12, "{streams:?}");
+    assert!(streams.iter().all(|&s| (1..=12).contains(&s)));
+    assert_eq!(
+        per_pc.per_stream.iter().map(|s| s.pages).sum::<u64>(),
+        per_pc.host_pages
+    );
+    eprintln!("per-pc {:.3} baseline {:.3}", per_pc.waf, base.waf);
+    assert!(
+        per_pc.waf < 0.9 * base.waf,
+        "per-pc {} clearly below baseline {}",
+        per_pc.waf,
+        base.waf
+    );
 }

@@ -88,6 +88,21 @@ pub fn gc_watermarks(cfg: &SsdConfig, n_wps: u32, gc_dests: u32) -> (u32, u32) {
     (gc_low, gc_high)
 }
 
+/// Write points the device can hold open, the GC copies of a victim going to one of them, while
+/// keeping its configured GC watermarks (`gc_watermarks` then returns them unchanged); at least
+/// the host streams (which `SsdConfig::validate` guarantees the device holds), at most what
+/// the spare units allow.
+pub fn write_point_budget(cfg: &SsdConfig) -> u32 {
+    let spare = cfg.spare_units();
+    let most = crate::config::max_write_points(spare, 1);
+    // `reachable` in `gc_watermarks` is spare + 1 − n: keep it ≥ the high mark the host
+    // streams alone leave.
+    let (_, high) = gc_watermarks(cfg, cfg.ftl.host_streams, 1);
+    (spare + 1)
+        .saturating_sub(high)
+        .clamp(cfg.ftl.host_streams.min(most), most)
+}
+
 impl Ftl {
     /// Requires: `cfg` validated for `n_wps` write points and their GC destinations
     /// (`SsdConfig::validate_with`).
