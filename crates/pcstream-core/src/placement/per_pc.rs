@@ -8,8 +8,8 @@
 //! is the bound of what separating writes by PC alone can do, with as many streams as the
 //! device can hold open, an ablation for PCStream and not a device scheme (a host could not
 //! address more streams than `host_streams`; here PCs beyond them use internal write points).
-//! Source: the reference FTL the PCStream comparison in issue 17 measured against (one stream
-//! per PC, one shared GC stream, greedy); no paper.
+//! Source: none; a plain reference FTL (one stream
+//! per PC, one shared GC stream) that PCStream can be held against.
 //! What it sees: PC.
 //! State: a PC → write point table (16 B per PC with its hash slot).
 //! Parameters: `write_points` (W; default the device's budget: as many as it can hold open
