@@ -20,9 +20,11 @@
 //!   down without I/O when it overlaps none (a trivial move). Outputs are split into SSTs of
 //!   `sst_pages` keys; the input files are TRIMmed (deleted) once the outputs are written.
 //!
-//! Flushes and compactions are background work: their requests are queued and spread evenly
-//! over the puts until the next flush; a flush waits for the queue to drain (a write stall), so
-//! each file slot is trimmed before it is reused.
+//! Flushes and compactions are background jobs: their requests are queued and spread evenly
+//! over the puts until the next flush; up to `BG_JOBS` jobs run at once, their writes taking
+//! turns request by request, and a job's trims wait until every older job is done. A flush
+//! waits for the jobs to drain (a write stall), so each file slot is trimmed before it is
+//! reused.
 //!
 //! # The build writer (`build_share` > 0)
 //!
@@ -87,6 +89,9 @@ impl Activity {
     }
 }
 
+/// Background jobs that run at once (RocksDB's `max_background_jobs`): their writes interleave
+/// request by request, so a device unit holds the outputs of several levels, as on a real store.
+const BG_JOBS: usize = 4;
 /// Pages per SST write request (SSTs are written in large buffered chunks).
 const SST_REQ_PAGES: u32 = 64;
 /// L0 files that start an L0→L1 compaction (RocksDB's `level0_file_num_compaction_trigger`).
@@ -212,10 +217,13 @@ fn request(op: Op, lpn: u64, pages: u32, a: Activity, pid: u32, file: u32) -> Re
     }
 }
 
-/// A queued background request; a trim may free an SST slot once emitted.
-struct Job {
-    req: Request,
-    frees: Option<u64>,
+/// One background job (a flush or a compaction): its writes, then its trims, each with the SST
+/// slot it frees. The trims wait until every older job is done, so no trim overtakes the write
+/// of a file it deletes.
+#[derive(Default)]
+struct BgJob {
+    writes: VecDeque<Request>,
+    trims: VecDeque<(Request, Option<u64>)>,
 }
 
 struct Sst {
@@ -251,7 +259,10 @@ struct Store {
     /// WAL file of the memtable and its first LPN.
     wal: Option<(u32, u64)>,
     wal_half: u64,
-    queue: VecDeque<Job>,
+    jobs: VecDeque<BgJob>,
+    /// Round-robin position among the running jobs.
+    rr: usize,
+    /// Pages the queued jobs have yet to write.
     queued_pages: u64,
     /// Background pages to emit before the next put.
     owed: u64,
@@ -288,13 +299,14 @@ impl Store {
             mem: Vec::new(),
             wal: None,
             wal_half: 0,
-            queue: VecDeque::new(),
+            jobs: VecDeque::new(),
+            rr: 0,
             queued_pages: 0,
             owed: 0,
         })
     }
 
-    /// A new SST of `keys` written by `a`: its writes are queued.
+    /// A new SST of `keys` written by `a`: its writes join the newest job.
     fn write_sst(
         &mut self,
         keys: Vec<u32>,
@@ -312,17 +324,24 @@ impl Store {
         let mut off = 0;
         while off < pages {
             let n = (pages - off).min(SST_REQ_PAGES as u64) as u32;
-            self.queue.push_back(Job {
-                req: request(Op::Write, lpn + off, n, a, 1, file),
-                frees: None,
-            });
+            self.job()
+                .writes
+                .push_back(request(Op::Write, lpn + off, n, a, 1, file));
             off += n as u64;
         }
         self.queued_pages += pages;
         Ok(Sst { slot, file, keys })
     }
 
-    /// Queue the deletion of `f` (after everything queued so far).
+    /// The newest job.
+    fn job(&mut self) -> &mut BgJob {
+        if self.jobs.is_empty() {
+            self.jobs.push_back(BgJob::default());
+        }
+        self.jobs.back_mut().expect("a job")
+    }
+
+    /// Delete `f` once the newest job has written its outputs.
     fn delete(&mut self, f: Sst) {
         let lpn = self.sst_base + f.slot * self.sst;
         let req = request(
@@ -333,16 +352,14 @@ impl Store {
             1,
             f.file,
         );
-        self.queue.push_back(Job {
-            req,
-            frees: Some(f.slot),
-        });
+        self.job().trims.push_back((req, Some(f.slot)));
     }
 
     /// The bulk load: every key once, sorted, as last-level SSTs (written at once, not queued).
     fn load(&mut self, files: &mut Files, out: &mut Vec<Request>) -> Result<(), TraceError> {
         let last = self.levels.len() - 1;
         let mut k = 0u64;
+        self.jobs.push_back(BgJob::default());
         while k < self.keys {
             let end = (k + self.sst).min(self.keys);
             let f = self.write_sst((k as u32..end as u32).collect(), Activity::Load, files)?;
@@ -350,7 +367,7 @@ impl Store {
             self.levels[last].push(f);
             k = end;
         }
-        out.extend(self.queue.drain(..).map(|j| j.req));
+        out.extend(self.jobs.drain(..).flat_map(|j| j.writes));
         self.queued_pages = 0;
         Ok(())
     }
@@ -360,22 +377,13 @@ impl Store {
     fn next(&mut self, rng: &mut ChaCha8Rng, files: &mut Files) -> Result<Request, TraceError> {
         loop {
             let full = self.mem.len() as u64 == self.sst;
-            // Trims cost no pages: emit them at once, so their slots are free again.
-            let trim_next = self
-                .queue
-                .front()
-                .is_some_and(|j| j.req.op == Op::Trim as u8);
-            if self.owed > 0 || full || trim_next {
-                if let Some(j) = self.queue.pop_front() {
-                    if j.req.op == Op::Write as u8 {
-                        let n = j.req.pages as u64;
-                        self.owed = self.owed.saturating_sub(n);
-                        self.queued_pages -= n;
-                    }
-                    if let Some(s) = j.frees {
-                        self.free.insert(s);
-                    }
-                    return Ok(j.req);
+            // Trims cost no pages: emit them as soon as they may go, so their slots are free.
+            if let Some(t) = self.pop_background(true) {
+                return Ok(t);
+            }
+            if self.owed > 0 || full {
+                if let Some(r) = self.pop_background(false) {
+                    return Ok(r);
                 }
             }
             if full {
@@ -411,12 +419,45 @@ impl Store {
         }
     }
 
+    /// The next background request: the trims of the oldest job once it has written everything,
+    /// else (unless `trims_only`) the next write of the running jobs in turn, one request each.
+    fn pop_background(&mut self, trims_only: bool) -> Option<Request> {
+        while let Some(front) = self.jobs.front_mut() {
+            if !front.writes.is_empty() {
+                break;
+            }
+            if let Some((req, frees)) = front.trims.pop_front() {
+                if let Some(s) = frees {
+                    self.free.insert(s);
+                }
+                return Some(req);
+            }
+            self.jobs.pop_front();
+        }
+        if trims_only {
+            return None;
+        }
+        let running = self.jobs.len().min(BG_JOBS);
+        for step in 0..running {
+            let i = (self.rr + step) % running;
+            if let Some(w) = self.jobs[i].writes.pop_front() {
+                self.rr = i + 1;
+                let n = w.pages as u64;
+                self.queued_pages -= n;
+                self.owed = self.owed.saturating_sub(n);
+                return Some(w);
+            }
+        }
+        None
+    }
+
     /// Flush the full memtable to L0, delete its WAL file, and run the compactions it causes.
     fn flush(&mut self, files: &mut Files) -> Result<(), TraceError> {
         debug_assert!(
-            self.queue.is_empty(),
-            "a flush waits for the background queue"
+            self.jobs.is_empty(),
+            "a flush waits for the background jobs"
         );
+        self.jobs.push_back(BgJob::default());
         let mut keys = std::mem::take(&mut self.mem);
         keys.sort_unstable();
         keys.dedup();
@@ -425,7 +466,7 @@ impl Store {
         self.levels[0].push(f);
         if let Some((file, base)) = self.wal.take() {
             let req = request(Op::Trim, base, self.sst as u32, Activity::Wal, 1, file);
-            self.queue.push_back(Job { req, frees: None });
+            self.job().trims.push_back((req, None));
         }
         self.wal_half ^= 1;
         if self.levels[0].len() >= L0_TRIGGER {
@@ -469,6 +510,7 @@ impl Store {
             self.levels[to].insert(a, f);
             return Ok(());
         }
+        self.jobs.push_back(BgJob::default());
         let overlapped: Vec<Sst> = self.levels[to].drain(a..b).collect();
         let mut keys: Vec<u32> = inputs
             .iter()
