@@ -194,7 +194,7 @@ struct Files<'m> {
 }
 
 impl Files<'_> {
-    fn new(&mut self, name: String) -> Result<u32, TraceError> {
+    fn create(&mut self, name: String) -> Result<u32, TraceError> {
         let f = self.next;
         self.next = f
             .checked_add(1)
@@ -318,7 +318,7 @@ impl Store {
                 "lsm: the SST area is full; raise capacity_pages or lower levels or ratio".into(),
             )
         })?;
-        let file = files.new(format!("db/{:06}.sst", files.next))?;
+        let file = files.create(format!("db/{:06}.sst", files.next))?;
         let lpn = self.sst_base + slot * self.sst;
         let pages = keys.len() as u64;
         let mut off = 0;
@@ -400,7 +400,7 @@ impl Store {
             let (file, base) = match self.wal {
                 Some(w) => w,
                 None => {
-                    let f = files.new(format!("db/{:06}.log", files.next))?;
+                    let f = files.create(format!("db/{:06}.log", files.next))?;
                     let w = (f, self.wal_base + self.wal_half * self.sst);
                     self.wal = Some(w);
                     w
@@ -585,7 +585,7 @@ impl Build {
             if self.builds > 0 && !rng.random_bool(p) {
                 continue;
             }
-            let t = files.new(format!("build/tmp/cc{:06}.s", files.next))?;
+            let t = files.create(format!("build/tmp/cc{:06}.s", files.next))?;
             let tmp = tmp_base + self.tmp_next % TMP_SLOTS * TMP_PAGES as u64;
             self.tmp_next += 1;
             let q = &mut self.queue;
@@ -594,7 +594,7 @@ impl Build {
             if let Some(old) = self.live[j].take() {
                 q.push_back(request(Op::Trim, lpn, OBJ_PAGES, Activity::Cc, 2, old));
             }
-            let o = files.new(format!("build/obj/{j:06}.o"))?;
+            let o = files.create(format!("build/obj/{j:06}.o"))?;
             let q = &mut self.queue;
             q.push_back(request(Op::Write, lpn, OBJ_PAGES, Activity::Cc, 2, o));
             q.push_back(request(Op::Trim, tmp, TMP_PAGES, Activity::Tmp, 2, t));
@@ -602,7 +602,7 @@ impl Build {
         }
         let slot = self.binary.map_or(0, |(_, s)| s ^ 1);
         let lpn = self.base + self.objs * OBJ_PAGES as u64 + slot * self.bin;
-        let b = files.new(format!("build/bin/app.{}", self.builds))?;
+        let b = files.create(format!("build/bin/app.{}", self.builds))?;
         let mut off = 0;
         while off < self.bin {
             let n = (self.bin - off).min(SST_REQ_PAGES as u64) as u32;
