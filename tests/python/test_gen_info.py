@@ -113,14 +113,14 @@ def test_gen_lsm_flags_reach_the_generator(tmp_path: Path, small: dict[str, Any]
     first = gen("a", *flags)
     assert first["writes"]["pages"] == 60000
     assert gen("b", *flags) == first
-    assert invoke("info", tmp_path / "a.parquet", "--json").json()["writes"] == (
-        invoke("info", tmp_path / "b.parquet", "--json").json()["writes"]
+    assert (
+        invoke("info", tmp_path / "a.parquet", "--json").json()["writes"]
+        == (invoke("info", tmp_path / "b.parquet", "--json").json()["writes"])
     )
+    changed = {"--levels": "4", "--ratio": "10", "--skew": "0", "--build-share": "0", "--sst-pages": "64"}
     for i in range(0, len(flags), 2):
         other = list(flags)
-        other[i + 1] = {"--levels": "4", "--ratio": "10", "--skew": "0", "--build-share": "0", "--sst-pages": "64"}[
-            flags[i]
-        ]
+        other[i + 1] = changed[flags[i]]
         assert gen(f"c{i}", *other) != first, flags[i]
 
 

@@ -81,7 +81,7 @@ def _mix_value(value: str) -> str:
 @click.option("--mix", metavar="PRESET|FILE.json|FILE.toml", help="mix: workload mix preset or spec file.")
 @click.option("--levels", type=click.IntRange(1, 16), metavar="L", help="lsm: levels below L0 (default 4).")
 @click.option(
-    "--ratio", type=click.IntRange(2, 1000), metavar="R", help="lsm: size ratio of adjacent levels (default 10)."
+    "--ratio", type=click.IntRange(2, 1000), metavar="R", help="lsm: size ratio between levels (default 10)."
 )
 @click.option(
     "--skew",
@@ -96,7 +96,7 @@ def _mix_value(value: str) -> str:
     help="lsm: share of the pages from a concurrent build-like writer, [0, 1) (default 0).",
 )
 @click.option(
-    "--sst-pages", type=click.IntRange(min=1), metavar="P", help="lsm: pages per SST and per memtable (default 256)."
+    "--sst-pages", type=click.IntRange(min=1), metavar="P", help="lsm: pages per SST (default 256)."
 )
 @json_option
 def command(kind: str, out: str, mix: str | None, as_json: bool, **options: object) -> None:
