@@ -221,6 +221,17 @@ fn impossible_parameters_are_one_line_errors() {
             },
             "too small",
         ),
+        (
+            GenParams {
+                capacity_pages: 400,
+                sst_pages: 1,
+                levels: 1,
+                ratio: 2,
+                build_share: 0.3,
+                ..base.clone()
+            },
+            "no room for the build writer",
+        ),
     ] {
         let e = rows(&p).err().unwrap_or_else(|| panic!("{what}: accepted"));
         assert!(e.contains(what) && !e.contains('\n'), "{what}: {e}");

@@ -146,7 +146,8 @@ pub(crate) fn plan(p: &GenParams, n: u64) -> Result<Plan, TraceError> {
     };
     let objs = build / 2 / OBJ_PAGES as u64;
     let bin = (objs * OBJ_PAGES as u64 / 4).min(MAX_BIN_PAGES);
-    if p.build_share > 0.0 && (objs == 0 || bin == 0) {
+    let build_need = objs * OBJ_PAGES as u64 + 2 * bin + TMP_SLOTS * TMP_PAGES as u64;
+    if p.build_share > 0.0 && (objs == 0 || bin == 0 || build_need > build) {
         return bad(format!(
             "a footprint of {n} pages leaves no room for the build writer; raise capacity_pages"
         ));
