@@ -169,7 +169,7 @@ suite: install ## Record the bundled suite (root: installs the programs): traces
 
 results: install ## Compare all policies on the bundled suite; docs/RESULTS.md, the HTML report in results/
 	$(BIN)/pcstream compare --report results
-	$(BIN)/python -m pcstream.suite_results results/results.jsonl --traces traces --ssd medium -o docs/RESULTS.md
+	$(BIN)/python -m pcstream.suite_results results/results.jsonl --traces traces --ssd paper -o docs/RESULTS.md
 
 # --- record --block: the BPF bio capture (bpf/), built into python/pcstream/_bpf/ ---
 # clang compiles the program against a vmlinux.h dumped from the running kernel's BTF (not

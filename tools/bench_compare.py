@@ -1,7 +1,7 @@
 """Wall time of ``pcstream compare`` on the bundled suite with every policy (``make bench-compare``).
 
-Runs ``pcstream compare --policies all --json`` (the bundled traces on their SSD, the `medium`
-preset, aged with --prefill 0.9, timing model on, --jobs = all cores) ``--repeat`` times and
+Runs ``pcstream compare --policies all --json`` (the bundled traces on their SSD, the `paper`
+preset, each from its own aged state, timing model on, --jobs = all cores) ``--repeat`` times and
 prints each wall time, the median, and runs and host pages per second. The target on 2 cores is
 under 2 minutes.
 """

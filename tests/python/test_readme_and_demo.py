@@ -49,9 +49,15 @@ def test_demo_quick_on_the_bundled_suite(tmp_path: Path) -> None:
     assert len(results) == len(bundled) * len(policies)
     assert [r["policy"] for r in results[: len(policies)]] == policies
     assert {r["trace"] for r in results} == set(bundled)
-    assert {r["ssd"] for r in results} == {"medium"}
+    assert {r["ssd"] for r in results} == {"paper"}
     assert all(r["waf"] >= 1.0 for r in results)
-    assert str(out / "results.jsonl") in " ".join(run.stdout.split())
+    # The bundled traces carry their aged state: no prefill on top of it.
+    assert all(r["aged_pages"] > 0 and r["prefill"] == 0 for r in results)
+    # The answer first: one WAF / baseline table per discard mode among the traces.
+    modes = {"nodiscard" if ".nodiscard." in t else "discard" for t in bundled}
+    text = " ".join(run.stdout.split())
+    assert all(f"WAF / baseline · ssd paper · {m}" in text for m in modes)
+    assert str(out / "results.jsonl") in text
     assert (out / "index.html").is_file()
 
 

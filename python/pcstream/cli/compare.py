@@ -134,7 +134,8 @@ def command(
 ) -> None:
     """Simulate every TRACE (block traces, Parquet) on every SSD config under every selected
     policy and compare them. Without TRACE: the bundled suite (traces/*.parquet of the source tree,
-    recorded from real programs; see traces/manifest.json) on its SSD, the 'medium' preset.
+    recorded from real programs on an aged file system, with and without discard; see
+    traces/manifest.json) on its SSD, the 'paper' preset; each starts from its own aged state.
 
     Runs are independent and printed in a fixed order (traces, then SSD configs, then policies),
     one JSON object per line with --json. A failing run is reported once on stderr and the others

@@ -22,7 +22,7 @@ from pcstream.errors import EXIT_FAILURE, EXIT_OK
 from pcstream.record import filetrace
 from pcstream.workloads import bundle, recording
 from pcstream.workloads.packages import missing_packages
-from pcstream.workloads.recipes import RECIPES, SUITE_SSD
+from pcstream.workloads.recipes import RECIPES, SUITE_AGE_CHURN, SUITE_AGE_SHARE, SUITE_MODES, SUITE_SSD
 
 EXTRA = """\b
 Examples:
@@ -41,22 +41,31 @@ def suite(
     mount_opts: str | None,
     age: mapping.Aging,
     as_json: bool,
+    only: tuple[str, ...] = bundle.SUITE,
+    keep_file_traces: bool = False,
+    remap: bool = False,
 ) -> int:
-    if not do_record:
+    if not (do_record or remap):
         out = stdout()
+        modes = " and ".join(f"{opts} ({'NAME' + suffix}.parquet)" for opts, suffix in SUITE_MODES)
         out.print(f"[bold]suite[/bold]: {', '.join(bundle.SUITE)} (about "
                   f"{sum(RECIPES[n].seconds for n in bundle.SUITE) // 60} min on 2 cores), mapped for "
-                  f"the '{SUITE_SSD}' SSD preset")  # fmt: skip
+                  f"the '{SUITE_SSD}' SSD preset on a file system aged to {SUITE_AGE_SHARE:.0%} "
+                  f"({SUITE_AGE_CHURN} churn round), in two discard modes: {modes}")  # fmt: skip
         out.print(f"run it: pcstream workload suite --record -o {out_dir}")
         return EXIT_OK
     manifest = bundle.record_suite(
         out_dir,
+        names=only,
         method=method,
+        keep_file_traces=keep_file_traces,
+        remap=remap,
         capacity_pages=capacity,
-        mount_opts=mount_opts,
+        # --mount-opts: one mode, NAME.parquet; otherwise both of the suite's.
+        modes=((mount_opts, ""),) if mount_opts is not None else SUITE_MODES,
         say=stderr().print,
         bar=progress_bar,
-        age=age,
+        age=age if age.share is not None else bundle.SUITE_AGING,
     )
     if as_json:
         print_json(manifest)
@@ -95,6 +104,15 @@ def listing() -> Table:
 @click.option("--mount-opts", default=None, metavar="OPTS",
               help="ext4 model mount options (see 'pcstream map')  [default: the recipe's]")  # fmt: skip
 @aging_options
+@click.option("--only", default=None, metavar="NAMES",
+              help="suite: record only these recipes (comma-separated); the manifest keeps the others' "
+              "entries.")  # fmt: skip
+@click.option("--keep-file-traces", is_flag=True,
+              help="suite: keep each recipe's file-level trace (DIR/NAME.file.parquet) to map it again later "
+              "(other sizes, aging, mount options) without recording again.")  # fmt: skip
+@click.option("--remap", is_flag=True,
+              help="suite: record nothing; map the file-level traces --keep-file-traces left in DIR again "
+              "(e.g. after a change of the file-system model), keeping their record figures.")  # fmt: skip
 @click.option("--no-map", is_flag=True, help="Record and check only; no block trace.")
 @click.option("--keep-work", is_flag=True, help="Keep the scratch directory DIR/NAME.work.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -108,6 +126,9 @@ def command(
     age: float | None,
     age_seed: int,
     age_churn: int,
+    only: str | None,
+    keep_file_traces: bool,
+    remap: bool,
     no_map: bool,
     keep_work: bool,
     as_json: bool,
@@ -123,7 +144,29 @@ def command(
         return EXIT_OK
     aging = mapping.Aging(age, age_seed, age_churn)
     if name == "suite":
-        return suite(do_record, Path(output_dir), method, capacity, mount_opts, aging, as_json)
+        names = bundle.SUITE
+        if only is not None:
+            names = tuple(n.strip() for n in only.split(",") if n.strip())
+            unknown = [n for n in names if n not in bundle.SUITE]
+            if unknown or not names:
+                raise click.BadParameter(
+                    f"{', '.join(unknown) or 'nothing'} is not in the suite ({', '.join(bundle.SUITE)})",
+                    param_hint="--only",
+                )
+        return suite(
+            do_record,
+            Path(output_dir),
+            method,
+            capacity,
+            mount_opts,
+            aging,
+            as_json,
+            names,
+            keep_file_traces,
+            remap,
+        )
+    if only is not None:
+        raise click.UsageError("--only is for 'pcstream workload suite'")
     r = recording.recipe(name)
     if not do_record:
         out = stdout()

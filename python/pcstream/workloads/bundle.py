@@ -1,5 +1,7 @@
-"""The bundled suite: record every suite recipe, map it for the suite's SSD, keep the block traces
-in ``traces/`` with a manifest of the command and versions that made each.
+"""The bundled suite: record every suite recipe once, map it for the suite's SSD on the aged file
+system in each discard mode (NAME.parquet with online discard, NAME.nodiscard.parquet without),
+keep the block traces in ``traces/`` with a manifest of the command, mount options, aging and
+versions that made each.
 
 ``pcstream workload suite --record -o traces`` (``make suite``) runs it. A recipe that fails is
 reported (and listed in the manifest with its error) while the others still run.
@@ -22,7 +24,14 @@ from pcstream import api, mapping
 from pcstream.errors import CliError, classify
 from pcstream.workloads import recording
 from pcstream.workloads.packages import package_versions
-from pcstream.workloads.recipes import RECIPES, SUITE_SSD, Recipe
+from pcstream.workloads.recipes import (
+    RECIPES,
+    SUITE_AGE_CHURN,
+    SUITE_AGE_SHARE,
+    SUITE_MODES,
+    SUITE_SSD,
+    Recipe,
+)
 
 # The default suite, in report order. Each is sized for SUITE_SSD.
 SUITE: tuple[str, ...] = (
@@ -46,6 +55,8 @@ SUITE: tuple[str, ...] = (
 MANIFEST = "manifest.json"
 # What the bundle may weigh in all (bytes).
 BUDGET = 40 * 10**6
+# The suite's aged file system (see recipes.SUITE_AGE_SHARE).
+SUITE_AGING = mapping.Aging(SUITE_AGE_SHARE, 0, SUITE_AGE_CHURN)
 
 
 def environment() -> dict[str, Any]:
@@ -67,8 +78,8 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def entry(r: Recipe, result: dict[str, Any], method: str) -> dict[str, Any]:
-    block = Path(result["block_trace"])
+def entry(r: Recipe, result: dict[str, Any], block: Path, mount_opts: str, map_summary: dict[str, Any],
+          method: str, age: mapping.Aging) -> dict[str, Any]:  # fmt: skip
     return {
         "workload": r.name,
         "summary": r.summary,
@@ -80,10 +91,11 @@ def entry(r: Recipe, result: dict[str, Any], method: str) -> dict[str, Any]:
         "script": r.script.strip(),
         "packages": package_versions(r),
         "ssd": r.ssd,
-        "mount_opts": r.mount_opts or "defaults (discard)",
+        "mount_opts": mount_opts or "defaults (discard)",
+        "age": {"share": age.share, "seed": age.seed, "churn": age.churn} if age.share else None,
         "record": result["record"],
         "record_wall_s": result["record_wall_s"],
-        "map": {k: v for k, v in result["map"].items() if k != "warnings"},
+        "map": {k: v for k, v in map_summary.items() if k != "warnings"},
     }
 
 
@@ -99,54 +111,87 @@ def load_manifest(out_dir: Path) -> dict[str, Any]:
     return value
 
 
+def recorded(manifest: dict[str, Any], name: str, file_trace: Path) -> dict[str, Any]:
+    """What the recording of ``name`` gave (its record figures, from the manifest), to map its kept
+    file-level trace again; a one-line error when either is missing."""
+    if not file_trace.is_file():
+        raise CliError(f"{file_trace}: no file-level trace; record with --keep-file-traces first")
+    prior = next((e for e in manifest["traces"].values() if e.get("workload") == name), None)
+    if prior is None:
+        raise CliError(f"{name}: not in the manifest; record it first")
+    return {"record": prior["record"], "record_wall_s": prior["record_wall_s"]}
+
+
 def record_suite(
     out_dir: Path,
     names: tuple[str, ...] = SUITE,
     method: str = "auto",
     capacity_pages: int | None = None,
-    mount_opts: str | None = None,
+    modes: tuple[tuple[str, str], ...] = SUITE_MODES,
     keep_file_traces: bool = False,
     say: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapping.Aging | None = None,
+    age: mapping.Aging = SUITE_AGING,
+    remap: bool = False,
 ) -> dict[str, Any]:
-    """Record ``names`` into ``out_dir`` and map each to NAME.parquet (for the SSD its recipe is
-    sized for, unless ``capacity_pages`` or ``mount_opts`` say otherwise), and update
-    ``out_dir/manifest.json``; returns the manifest. Failures are kept in ``manifest['failed']``."""
+    """Record ``names`` into ``out_dir`` and map each, once per ``(mount options, suffix)`` of
+    ``modes``, to NAME+suffix.parquet (for the SSD its recipe is sized for unless
+    ``capacity_pages`` says otherwise; aged as ``age`` says), and update ``out_dir/manifest.json``
+    (one entry per trace, keyed by its stem); returns the manifest. Failures (of the recording or
+    of one mode's mapping) are kept in ``manifest['failed']`` under the trace's stem.
+
+    ``remap``: record nothing; map the file-level traces a recording with ``keep_file_traces``
+    left (DIR/NAME.file.parquet) again, keeping their record figures from the manifest."""
+    assert modes, "at least one discard mode"
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir)
     failed: dict[str, str] = {}
     for i, name in enumerate(names, 1):
         r = RECIPES[name]
-        say(f"[{i}/{len(names)}] {name}: {r.summary} (about {r.seconds} s)")
+        head = f"[{i}/{len(names)}] {name}"
+        say(f"{head}: {r.summary} (about {r.seconds} s)")
+        file_trace = out_dir / f"{name}.file.parquet"
+        mapped_all = True
         try:
-            result = recording.run_recipe(
-                r,
-                out_dir,
-                method=method,
-                map_blocks=True,
-                capacity_pages=capacity_pages,
-                mount_opts=mount_opts,
-                bar=bar,
-                age=age,
+            result = (
+                recorded(manifest, name, file_trace)
+                if remap
+                else recording.run_recipe(r, out_dir, method=method, bar=bar)
             )
+            for opts, suffix in modes:
+                stem = name + suffix
+                block = out_dir / f"{stem}.parquet"
+                try:
+                    summary = recording.map_recipe(r, file_trace, block, capacity_pages, opts, bar, age)
+                except Exception as e:  # noqa: BLE001 - one mode's mapping; see below
+                    known = classify(e)
+                    if known is None:
+                        raise
+                    block.unlink(missing_ok=True)
+                    mapped_all = False
+                    failed[stem] = known[0]
+                    manifest["traces"].pop(stem, None)
+                    say(f"{head}: {opts}: FAILED: {known[0]}")
+                    continue
+                manifest["traces"][stem] = entry(r, result, block, opts, summary, method, age)
+                e = manifest["traces"][stem]
+                say(f"{head}: {opts}: {e['bytes'] / 1e6:.1f} MB block trace, sha256 {e['sha256'][:12]}")
         except Exception as e:  # noqa: BLE001 - any user-facing failure of one recipe
             # A recipe that fails (its program, its checks, or the engine mapping its trace,
             # e.g. a file system too small for what it wrote) is listed; the others still run.
             known = classify(e)
             if known is None:
                 raise
-            failed[name] = known[0]
-            say(f"[{i}/{len(names)}] {name}: FAILED: {known[0]}")
+            for _, suffix in modes:
+                failed[name + suffix] = known[0]
+            say(f"{head}: FAILED: {known[0]}")
             continue
         finally:
-            if not keep_file_traces:
-                (out_dir / f"{name}.file.parquet").unlink(missing_ok=True)
-        # The program's log is kept only when it failed.
-        (out_dir / f"{name}.log").unlink(missing_ok=True)
-        manifest["traces"][name] = entry(r, result, method)
-        e = manifest["traces"][name]
-        say(f"[{i}/{len(names)}] {name}: {e['bytes'] / 1e6:.1f} MB block trace, sha256 {e['sha256'][:12]}")
+            if not (keep_file_traces or remap):
+                file_trace.unlink(missing_ok=True)
+        # The program's log is kept only when it or a mapping failed (it says what the program wrote).
+        if mapped_all:
+            (out_dir / f"{name}.log").unlink(missing_ok=True)
     manifest["environment"] = environment()
     manifest["ssd"] = SUITE_SSD
     manifest["total_bytes"] = sum(t["bytes"] for t in manifest["traces"].values())

@@ -13,6 +13,7 @@ Both keep the file set's size bounded, write at most ``--rate`` MiB/s and stop a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import random
 import sys
@@ -94,11 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loops", type=int, default=None)
     ap.add_argument("--rate", type=float, default=4.0, help="write rate limit, MiB/s")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--files", type=int, default=None, help="files in the set (default: the personality's)")
     a = ap.parse_args(argv)
-    if a.rate <= 0 or a.duration <= 0:
-        print("error: --rate and --duration must be > 0", file=sys.stderr)
+    if a.rate <= 0 or a.duration <= 0 or (a.files is not None and a.files < 2):
+        print("error: --rate and --duration must be > 0 and --files at least 2", file=sys.stderr)
         return 2
     p = PERSONALITIES[a.personality]
+    if a.files is not None:
+        p = dataclasses.replace(p, files=a.files)
     w = Workload(a.dir, p, a.seed, a.rate * (1 << 20))
     # Pre-populate half the file set, as filebench does before the run.
     for _ in range(p.files // 2):

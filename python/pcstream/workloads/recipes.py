@@ -3,9 +3,10 @@
 A recipe names what it needs (Debian packages, checked by the binaries they provide), a shell
 script run as one recorded command in the scratch directory (so every process it starts is
 recorded, and one trace holds concurrent programs), the trace checks its output must pass, and
-the logical capacity its data are sized for (the suite's `medium` SSD preset unless it says otherwise).
-Scripts keep their size and time bounded (rate limits, key counts, durations) so every recipe
-finishes in about 3 minutes or less on 2 cores.
+the logical capacity its data are sized for (the suite's `paper` SSD preset, aged to 90 %, unless it
+says otherwise). Scripts keep their size and time bounded (rate limits, key counts, durations) so
+the whole suite records in well under 90 minutes on 2 cores; docs/WORKLOADS.md gives each recipe's
+live data and bytes written against the aged file system's free space.
 """
 
 from __future__ import annotations
@@ -18,8 +19,19 @@ from typing import Any
 
 Check = Callable[[dict[str, Any]], str | None]
 
-# The SSD preset the suite's recipes are sized for (and the bundled traces mapped for).
-SUITE_SSD = "medium"
+# The SSD preset the suite's recipes are sized for (and the bundled traces mapped for): the seeds'
+# emulated device (12 GiB, 512 lines of 24 MiB, 7 % OP).
+SUITE_SSD = "paper"
+# The suite's file system is aged to this share of its blocks before each program runs (one churn
+# round, so the free space is fragmented and, without discard, its LBAs still hold stale data the
+# device counts as valid): the programs run in the ~10 % left, about 1.1 GiB on `paper`.
+SUITE_AGE_SHARE = 0.9
+SUITE_AGE_CHURN = 1
+# The suite's discard modes: (mount options of the file-system model, suffix of the trace's stem).
+# Online discard is the seeds' mode (their analyzer intercepted the file system's TRIMs); without
+# discard (ext4's default) a deleted file's blocks stay valid on the device until their LBAs are
+# written again.
+SUITE_MODES: tuple[tuple[str, str], ...] = (("discard", ""), ("nodiscard", ".nodiscard"))
 
 
 @dataclass(frozen=True)
@@ -84,17 +96,28 @@ def writes_bytes(n: int) -> Check:
 
 PY = shlex.quote(sys.executable)
 
-# db_bench sized for the suite's `medium` SSD (367,491 logical pages = 1.4 GiB): 2 M keys of
-# 16 + 400 B ≈ 830 MB of live data, so with discard the SSD holds mostly the database and GC must
-# separate its writers' lifetimes (WAL, flushes, compactions per level); 8 MiB memtables and 4 MiB
-# SSTs, so flushes and compactions are frequent; the write-rate limit (20 MB/s) bounds the
-# trace's size and --duration each benchmark's time.
+# db_bench sized for the suite's aged `paper` file system (about 1.1 GiB free): 1.3 M keys of
+# 16 + 400 B ≈ 540 MB of live data; the LSM tree's obsolete SSTs and compaction outputs take the
+# space used to about 0.9 GB at its peak, so the database fills most of the free space (1.5 M keys
+# overflowed it in the file-system model). 8 MiB memtables and 4 MiB SSTs, so flushes and
+# compactions are frequent; the write-rate limit bounds the trace's size and --duration each
+# benchmark's time.
+DB_KEYS = 1_300_000
 DB_BENCH = (
-    "db_bench --db=./rdb --num=2000000 --value_size=400 --key_size=16 --compression_type=none "
+    f"db_bench --db=./rdb --num={DB_KEYS} --value_size=400 --key_size=16 --compression_type=none "
     "--write_buffer_size=8388608 --target_file_size_base=4194304 "
-    "--max_bytes_for_level_base=33554432 --benchmark_write_rate_limit=20000000 --seed=1 "
+    "--max_bytes_for_level_base=33554432 --benchmark_write_rate_limit=RATE --seed=1 "
     "--progress_reports=false --histogram=false --statistics=false --stats_interval_seconds=0"
 )
+
+
+# rocksdb-ar's fillseq passes.
+AR_PASSES = 8
+
+
+def db_bench(rate_mb_s: int = 20) -> str:
+    return DB_BENCH.replace("RATE", str(rate_mb_s * 1_000_000))
+
 
 # Unpacking and configuring the sources is set-up (not recorded); the builds are the workload.
 GCC_SETUP = r"""
@@ -103,14 +126,22 @@ mkdir -p linux && tar -xf "$src" -C linux --strip-components=1
 cd linux && make -s defconfig >/dev/null && make -s -j2 prepare >/dev/null
 """
 
+# Each round touches a third of fs/ext4's sources, rebuilds, and syncs what the build wrote
+# (coreutils `sync FILE...` fsyncs each file), so its objects reach the device as a sync between
+# rounds makes them do; without it they would die in the page cache (delayed allocation) and the
+# device would see almost nothing of the build.
 GCC = r"""
 cd linux
 files=(fs/ext4/*.c)
+touch ../round.stamp
 make -s -j2 fs/ext4/ fs/jbd2/ >/dev/null
 for r in $(seq 1 ROUNDS); do
+  find fs/ext4 fs/jbd2 -type f -newer ../round.stamp -print0 | xargs -0 -r sync --
+  touch ../round.stamp
   for ((i = r % 3; i < ${#files[@]}; i += 3)); do touch "${files[$i]}"; done
   make -s -j2 fs/ext4/ >/dev/null
 done
+find fs/ext4 fs/jbd2 -type f -newer ../round.stamp -print0 | xargs -0 -r sync --
 """
 
 
@@ -156,16 +187,30 @@ def pgbench(scale: int, seconds: int) -> str:
     return PGBENCH.replace("SCALE", str(scale)).replace("SECONDS", str(seconds))
 
 
+# The seeds' GCC workload: 30 rebuilds with a third of the sources modified each time.
+GCC_ROUNDS = 30
+
+
 def gcc(rounds: int) -> str:
     return GCC.replace("ROUNDS", str(rounds))
+
+
+# fio: an 800 MiB file (most of the aged file system's free space), laid out first, then 90 s of
+# random 4 KiB writes at 40 MiB/s (3.5 GiB, 3x the free space).
+FIO_FILE = "800M"
 
 
 def fio(dist: str) -> str:
     spec = "" if dist == "uniform" else f"--random_distribution={dist}"
     return (
-        "fio --name=w --filename=./fio.dat --size=400M --rw=randwrite --bs=4k --ioengine=psync "
-        f"{spec} --time_based --runtime=40 --fsync=256 --rate=10m --output=/dev/null"
+        f"fio --name=w --filename=./fio.dat --size={FIO_FILE} --rw=randwrite --bs=4k --ioengine=psync "
+        f"{spec} --time_based --runtime=90 --fsync=256 --rate=40m --output=/dev/null"
     )
+
+
+# The TPC-C-like SQLite database: 20 warehouses of 20,000 items and 10 x 1,000 customers, about
+# 350 MB (17.5 MB per warehouse), loaded in the recorded run.
+TPCC = "--warehouses 20 --items 20000 --customers 1000"
 
 
 RECIPES: dict[str, Recipe] = {
@@ -175,89 +220,91 @@ RECIPES: dict[str, Recipe] = {
             "rocksdb-ur",
             "RocksDB db_bench UR: fillrandom, then overwrite (random updates) on the same keys",
             ROCKSDB_PKGS,
-            f"{DB_BENCH} --benchmarks=fillrandom,overwrite --duration=60",
+            f"{db_bench()} --benchmarks=fillrandom,overwrite --duration=60",
             (at_least_signatures(3), files_matching(".sst", 5), files_matching(".log")),
-            seconds=130,
+            seconds=140,
         ),
         Recipe(
             "rocksdb-ar",
-            "RocksDB db_bench AR: fillseq for 100 s (append-heavy: sequential keys, wrapping around)",
+            "RocksDB db_bench AR: fillseq eight times, each into a fresh database (append-heavy)",
             ROCKSDB_PKGS,
-            # Past --num keys fillseq wraps around: sequential overwrites of the oldest keys.
-            f"{DB_BENCH} --benchmarks=fillseq --duration=100",
+            # fillseq writes the --num keys once and ignores --duration; each fillseq starts a fresh
+            # database (the previous one's files deleted). One pass brings about 135 k pages to the
+            # device (the database; its WAL dies in the page cache), so eight bring 3.7x the free space.
+            f"{db_bench(30)} --benchmarks={','.join(['fillseq'] * AR_PASSES)}",
             (at_least_signatures(3), files_matching(".sst", 5)),
-            seconds=110,
+            seconds=200,
         ),
         Recipe(
             "rocksdb-fr",
             "RocksDB db_bench FR: fillrandom",
             ROCKSDB_PKGS,
-            f"{DB_BENCH} --benchmarks=fillrandom --duration=90",
+            f"{db_bench()} --benchmarks=fillrandom --duration=90",
             (at_least_signatures(3), files_matching(".sst", 5)),
-            seconds=100,
+            seconds=110,
         ),
         Recipe(
             "sqlite-tpcc",
             "SQLite TPC-C-like (New-Order, Payment, Delivery, ...) with the rollback journal",
             (),
-            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 --items 20000 --customers 1000",
+            # 60 s bring about 3x the free space to the device: each transaction's journal is a new
+            # file, so a longer run mostly grows the trace's file table.
+            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 {TPCC}",
             (files_matching("tpcc.db-journal"), deletes_files(100)),
-            seconds=90,
+            seconds=200,
         ),
         Recipe(
             "sqlite-tpcc-wal",
             "SQLite TPC-C-like in WAL mode (WAL appends and checkpoints)",
             (),
-            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 --items 20000 --customers 1000 "
-            "--journal wal",
+            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 {TPCC} --journal wal",
             (files_matching("tpcc.db-wal"),),
-            seconds=90,
+            seconds=200,
         ),
         Recipe(
             "pgbench",
-            "PostgreSQL pgbench (TPC-B-like) at scale 20: load, then 4 clients at 1500 tps for 60 s",
+            "pgbench (TPC-B-like), scale 35 (about 530 MB): load, then 4 clients at 1500 tps for 150 s",
             (("postgresql", "/usr/lib/postgresql/*/bin/pg_ctl"),),
-            pgbench(20, 60),
+            pgbench(35, 150),
             (at_least_signatures(3), files_matching("pg_wal/"), files_matching("base/")),
             setup=PGBENCH_SETUP,
-            seconds=100,
+            seconds=200,
         ),
         Recipe(
             "gcc",
-            "GCC: build fs/ext4 and fs/jbd2 of the Linux sources, then rebuild 4 times with 1/3 touched",
+            "GCC: build fs/ext4 and fs/jbd2 of the Linux sources, then 30 synced rebuilds with 1/3 touched",
             KERNEL_PKGS,
-            gcc(4),
+            gcc(GCC_ROUNDS),
             (files_matching(".o", 20), deletes_files(20)),
             setup=GCC_SETUP,
-            seconds=180,
+            seconds=720,
         ),
         Recipe(
             "mixed1",
-            "Mixed 1: RocksDB (fillrandom + overwrite) and the GCC rebuild loop at the same time",
+            "Mixed 1: RocksDB (fillrandom + overwrite) and the GCC rebuild loop (8 rounds) at the same time",
             ROCKSDB_PKGS + KERNEL_PKGS,
-            f"( {DB_BENCH} --benchmarks=fillrandom,overwrite --duration=60 ) & ( {gcc(4)} ) & wait",
+            f"( {db_bench()} --benchmarks=fillrandom,overwrite --duration=60 ) & ( {gcc(8)} ) & wait",
             (at_least_signatures(5), files_matching(".sst", 5), files_matching(".o", 10)),
             setup=GCC_SETUP,
-            seconds=180,
+            seconds=300,
         ),
         Recipe(
             "mixed2",
-            "Mixed 2: SQLite TPC-C-like and the GCC rebuild loop at the same time",
+            "Mixed 2: SQLite TPC-C-like (90 s) and the GCC rebuild loop (8 rounds) at the same time",
             KERNEL_PKGS,
-            f"( {PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 --items 20000 "
-            f"--customers 1000 ) & ( {gcc(4)} ) & wait",
+            f"( {PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 90 {TPCC} ) & ( {gcc(8)} ) & wait",
             (files_matching("tpcc.db-journal"), files_matching(".o", 10)),
             setup=GCC_SETUP,
-            seconds=180,
+            seconds=300,
         ),
         *[
             Recipe(
                 f"fio-{label}",
-                f"fio random 4 KiB writes over a 400 MiB file, {label} distribution (FEMU hot/cold study)",
+                f"fio random 4 KiB writes over an 800 MiB file, {label} distribution (FEMU hot/cold study)",
                 (("fio", "fio"),),
                 fio(dist),
                 (writes_bytes(50 << 20),),
-                seconds=45,
+                seconds=110,
             )
             for label, dist in [
                 ("uniform", "uniform"),
@@ -271,17 +318,17 @@ RECIPES: dict[str, Recipe] = {
             "varmail",
             "filebench-like varmail: create/append/fsync/read/delete small mail files",
             (),
-            f"{PY} -m pcstream.workloads.fileops varmail --duration 60",
+            f"{PY} -m pcstream.workloads.fileops varmail --duration 90 --rate 16",
             (deletes_files(100),),
-            seconds=65,
+            seconds=95,
         ),
         Recipe(
             "fileserver",
-            "filebench-like fileserver: create/write/append/delete larger files, no fsync",
+            "filebench-like fileserver: 5,000 files of 128 KiB mean, create/write/append/delete, no fsync",
             (),
-            f"{PY} -m pcstream.workloads.fileops fileserver --duration 60",
+            f"{PY} -m pcstream.workloads.fileops fileserver --duration 90 --rate 40 --files 5000",
             (deletes_files(20),),
-            seconds=65,
+            seconds=100,
         ),
     ]
 }
