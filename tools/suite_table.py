@@ -1,7 +1,8 @@
 """The bundled suite in numbers, from traces/manifest.json (docs/WORKLOADS.md's table).
 
-For each recipe: the bytes its programs wrote (record summary), the bytes the stdio safety net had
-to recover and could not place, the data pages that reached the device with and without discard
+For each recipe: the bytes its programs wrote (record summary), the bytes that entered stdio
+buffers through inline macros (accounted at flush), that the safety net had to recover and that
+it could not place, the data pages that reached the device with and without discard
 against the free space the aged file system left, the space the program held at the end, the
 recording's wall time and the two traces' sizes.
 
@@ -28,9 +29,9 @@ def rows(manifest: dict[str, Any]) -> list[str]:
     for stem, e in manifest["traces"].items():
         by.setdefault(e["workload"], {})["nodiscard" if stem.endswith(".nodiscard") else "discard"] = e
     out = [
-        "| recipe | written by the programs (GB) | recovered / unplaced bytes | free after aging (GiB) "
-        "| data reaching the device, discard / nodiscard (× free) | held at the end (GiB) "
-        "| record (s) | traces (MB) |",
+        "| recipe | written by the programs (GB) | stdio inline / recovered / unplaced bytes "
+        "| free after aging (GiB) | data reaching the device, discard / nodiscard (× free) "
+        "| held at the end (GiB) | record (s) | traces (MB) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, modes in by.items():
@@ -46,7 +47,8 @@ def rows(manifest: dict[str, Any]) -> list[str]:
         size = sum(e["bytes"] for e in modes.values()) / 1e6
         out.append(
             f"| `{name}` | {rec.get('write_bytes', 0) / 1e9:.2f} | "
-            f"{rec.get('recovered_bytes', 0):,} / {rec.get('unplaced_bytes', 0):,} | {gib(free)} | {data} | "
+            f"{rec.get('inline_stdio_bytes', 0):,} / {rec.get('recovered_bytes', 0):,} / "
+            f"{rec.get('unplaced_bytes', 0):,} | {gib(free)} | {data} | "
             f"{gib(held)} | {d['record_wall_s']:.0f} | {size:.1f} |"
         )
     return out

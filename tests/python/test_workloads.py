@@ -202,3 +202,34 @@ def test_the_suite_is_listed() -> None:
 
 def test_the_suite_refuses_an_unknown_recipe() -> None:
     assert_user_error(run_module("workload", "suite", "--record", "--only", "nope"), 2, "nope", "rocksdb-ur")
+
+
+def test_the_suite_maps_its_kept_file_traces_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = Recipe(
+        "good",
+        "varmail",
+        (),
+        f"{PY} -m pcstream.workloads.fileops varmail --loops 300 --rate 1000 --dir mail",
+    )
+    monkeypatch.setattr(bundle, "RECIPES", {"good": good})
+    out = tmp_path / "traces"
+    small = parse_size("small")
+    first = bundle.record_suite(
+        out, names=("good",), capacity_pages=small, modes=(("discard", ""),), keep_file_traces=True,
+        say=lambda _: None, age=mapping.Aging(None),
+    )  # fmt: skip
+    assert (out / "good.file.parquet").is_file()
+    # Map again, aged and without discard: no recording, the record figures kept.
+    again = bundle.record_suite(
+        out, names=("good",), capacity_pages=small, modes=(("nodiscard", ".nodiscard"),), remap=True,
+        say=lambda _: None, age=mapping.Aging(0.5),
+    )  # fmt: skip
+    e = again["traces"]["good.nodiscard"]
+    assert e["record"] == first["traces"]["good"]["record"] and e["mount_opts"] == "nodiscard"
+    assert e["age"] == {"share": 0.5, "seed": 0, "churn": 0} and e["map"]["aged"]["pages"] > 0
+    assert (out / "good.file.parquet").is_file() and not again["failed"]
+    # Without the file trace: one line saying how to get it.
+    (out / "good.file.parquet").unlink()
+    said: list[str] = []
+    gone = bundle.record_suite(out, names=("good",), capacity_pages=small, remap=True, say=said.append)
+    assert "no file-level trace; record with --keep-file-traces first" in gone["failed"]["good"]

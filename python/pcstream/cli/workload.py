@@ -42,8 +42,10 @@ def suite(
     age: mapping.Aging,
     as_json: bool,
     only: tuple[str, ...] = bundle.SUITE,
+    keep_file_traces: bool = False,
+    remap: bool = False,
 ) -> int:
-    if not do_record:
+    if not (do_record or remap):
         out = stdout()
         modes = " and ".join(f"{opts} ({'NAME' + suffix}.parquet)" for opts, suffix in SUITE_MODES)
         out.print(f"[bold]suite[/bold]: {', '.join(bundle.SUITE)} (about "
@@ -56,6 +58,8 @@ def suite(
         out_dir,
         names=only,
         method=method,
+        keep_file_traces=keep_file_traces,
+        remap=remap,
         capacity_pages=capacity,
         # --mount-opts: one mode, NAME.parquet; otherwise both of the suite's.
         modes=((mount_opts, ""),) if mount_opts is not None else SUITE_MODES,
@@ -103,6 +107,12 @@ def listing() -> Table:
 @click.option("--only", default=None, metavar="NAMES",
               help="suite: record only these recipes (comma-separated); the manifest keeps the others' "
               "entries.")  # fmt: skip
+@click.option("--keep-file-traces", is_flag=True,
+              help="suite: keep each recipe's file-level trace (DIR/NAME.file.parquet) to map it again later "
+              "(other sizes, aging, mount options) without recording again.")  # fmt: skip
+@click.option("--remap", is_flag=True,
+              help="suite: record nothing; map the file-level traces --keep-file-traces left in DIR again "
+              "(e.g. after a change of the file-system model), keeping their record figures.")  # fmt: skip
 @click.option("--no-map", is_flag=True, help="Record and check only; no block trace.")
 @click.option("--keep-work", is_flag=True, help="Keep the scratch directory DIR/NAME.work.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -117,6 +127,8 @@ def command(
     age_seed: int,
     age_churn: int,
     only: str | None,
+    keep_file_traces: bool,
+    remap: bool,
     no_map: bool,
     keep_work: bool,
     as_json: bool,
@@ -141,7 +153,18 @@ def command(
                     f"{', '.join(unknown) or 'nothing'} is not in the suite ({', '.join(bundle.SUITE)})",
                     param_hint="--only",
                 )
-        return suite(do_record, Path(output_dir), method, capacity, mount_opts, aging, as_json, names)
+        return suite(
+            do_record,
+            Path(output_dir),
+            method,
+            capacity,
+            mount_opts,
+            aging,
+            as_json,
+            names,
+            keep_file_traces,
+            remap,
+        )
     if only is not None:
         raise click.UsageError("--only is for 'pcstream workload suite'")
     r = recording.recipe(name)

@@ -111,6 +111,17 @@ def load_manifest(out_dir: Path) -> dict[str, Any]:
     return value
 
 
+def recorded(manifest: dict[str, Any], name: str, file_trace: Path) -> dict[str, Any]:
+    """What the recording of ``name`` gave (its record figures, from the manifest), to map its kept
+    file-level trace again; a one-line error when either is missing."""
+    if not file_trace.is_file():
+        raise CliError(f"{file_trace}: no file-level trace; record with --keep-file-traces first")
+    prior = next((e for e in manifest["traces"].values() if e.get("workload") == name), None)
+    if prior is None:
+        raise CliError(f"{name}: not in the manifest; record it first")
+    return {"record": prior["record"], "record_wall_s": prior["record_wall_s"]}
+
+
 def record_suite(
     out_dir: Path,
     names: tuple[str, ...] = SUITE,
@@ -121,12 +132,16 @@ def record_suite(
     say: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
     bar: api.ProgressBar = api.no_progress_bar,
     age: mapping.Aging = SUITE_AGING,
+    remap: bool = False,
 ) -> dict[str, Any]:
     """Record ``names`` into ``out_dir`` and map each, once per ``(mount options, suffix)`` of
     ``modes``, to NAME+suffix.parquet (for the SSD its recipe is sized for unless
     ``capacity_pages`` says otherwise; aged as ``age`` says), and update ``out_dir/manifest.json``
     (one entry per trace, keyed by its stem); returns the manifest. Failures (of the recording or
-    of one mode's mapping) are kept in ``manifest['failed']`` under the trace's stem."""
+    of one mode's mapping) are kept in ``manifest['failed']`` under the trace's stem.
+
+    ``remap``: record nothing; map the file-level traces a recording with ``keep_file_traces``
+    left (DIR/NAME.file.parquet) again, keeping their record figures from the manifest."""
     assert modes, "at least one discard mode"
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir)
@@ -138,7 +153,11 @@ def record_suite(
         file_trace = out_dir / f"{name}.file.parquet"
         mapped_all = True
         try:
-            result = recording.run_recipe(r, out_dir, method=method, bar=bar)
+            result = (
+                recorded(manifest, name, file_trace)
+                if remap
+                else recording.run_recipe(r, out_dir, method=method, bar=bar)
+            )
             for opts, suffix in modes:
                 stem = name + suffix
                 block = out_dir / f"{stem}.parquet"
@@ -168,7 +187,7 @@ def record_suite(
             say(f"{head}: FAILED: {known[0]}")
             continue
         finally:
-            if not keep_file_traces:
+            if not (keep_file_traces or remap):
                 file_trace.unlink(missing_ok=True)
         # The program's log is kept only when it or a mapping failed (it says what the program wrote).
         if mapped_all:
