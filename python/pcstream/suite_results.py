@@ -162,6 +162,11 @@ CLAIMS: tuple[Claim, ...] = (
         only=ROCKS,
     ),  # fmt: skip
     Claim("PCStream vs ManualStream, WAF, RocksDB", "about equal", _waf("pcstream", "manual"), only=ROCKS),
+    Claim(
+        "PCStream vs per-pc (one stream per PC: what PC separation alone can do), WAF",
+        "— (our ablation)",
+        _waf("pcstream", "per-pc"),
+    ),  # fmt: skip
     Claim("PCStream vs Baseline, IOPS", "+45 % on average", _iops("pcstream", "baseline"), higher=True),
     Claim(
         "PCStream vs AutoStream (SFR), IOPS",
