@@ -21,6 +21,7 @@ from support import invoke, run_module
         ("hotcold", ["--hot-fraction", "0.1", "--hot-ratio", "0.9"]),
         ("seq", []),
         ("mix", ["--mix", "rocksdb-like"]),
+        ("lsm", ["--levels", "3", "--ratio", "4", "--sst-pages", "64"]),
     ],
 )
 def test_gen_then_info_round_trip(tmp_path: Path, small: dict[str, Any], kind: str, extra: list[str]) -> None:
@@ -57,7 +58,7 @@ def test_gen_then_info_round_trip(tmp_path: Path, small: dict[str, Any], kind: s
     assert facts["page_bytes"] == 4096
     assert facts["writes"]["requests"] <= facts["rows"]
     assert 0 < facts["unique_lpns_written"] <= capacity
-    if kind != "mix":
+    if kind not in ("mix", "lsm"):
         assert facts["writes"]["requests"] == 5000
         assert facts["writes"]["pages"] == api.written_pages(summary)
 
@@ -96,3 +97,35 @@ def test_info_table_and_subprocess(traces: dict[str, Path]) -> None:
     run = run_module("info", traces["uniform"], "--json")
     assert run.status == 0, run.stderr
     assert run.json()["rows"] == invoke("info", traces["uniform"], "--json").json()["rows"]
+
+
+def test_gen_lsm_flags_reach_the_generator(tmp_path: Path, small: dict[str, Any]) -> None:
+    """Every lsm flag changes the trace; the same flags and seed give the same one; --writes counts pages."""
+    base = ["--capacity-pages", small["logical_pages"], "--writes", "60000", "--seed", "1", "--json"]
+    flags = ["--levels", "3", "--ratio", "4", "--skew", "0.99", "--build-share", "0.3", "--sst-pages", "128"]
+
+    def gen(name: str, *extra: object) -> dict[str, Any]:
+        made = invoke("gen", "lsm", "-o", tmp_path / f"{name}.parquet", *base, *extra)
+        assert made.status == 0, made.stderr
+        summary = made.json()
+        return {key: summary[key] for key in ("rows", "writes", "trims", "files")}
+
+    first = gen("a", *flags)
+    assert first["writes"]["pages"] == 60000
+    assert gen("b", *flags) == first
+    assert (
+        invoke("info", tmp_path / "a.parquet", "--json").json()["writes"]
+        == (invoke("info", tmp_path / "b.parquet", "--json").json()["writes"])
+    )
+    changed = {"--levels": "4", "--ratio": "10", "--skew": "0", "--build-share": "0", "--sst-pages": "64"}
+    for i in range(0, len(flags), 2):
+        other = list(flags)
+        other[i + 1] = changed[flags[i]]
+        assert gen(f"c{i}", *other) != first, flags[i]
+
+
+def test_gen_lsm_too_small_a_device_is_a_one_line_error(tmp_path: Path) -> None:
+    from support import assert_user_error
+
+    run = invoke("gen", "lsm", "-o", tmp_path / "l.parquet", "--capacity-pages", "3000", "--writes", "100")
+    assert_user_error(run, 2, "too small")

@@ -194,26 +194,44 @@ impl SsdConfig {
             .max(self.gc_low_units() + 1)
     }
 
-    /// Check that the device can work with `write_points` open units at once.
-    pub fn validate_for(&self, write_points: u32) -> Result<(), ConfigError> {
-        self.validate_with(write_points, self.gc_high_units())
+    /// Units beyond those that hold the whole logical space packed full: what GC and the open
+    /// write points can use.
+    pub fn spare_units(&self) -> u32 {
+        let packed = self.logical_pages().div_ceil(self.unit_pages() as u64);
+        (self.units() as u64).saturating_sub(packed) as u32
     }
 
-    /// As `validate_for`, with the GC high watermark the FTL will actually use (raised for GC
-    /// modes with many destinations, `ftl::gc_watermarks`); `Simulator::new` checks this.
-    pub fn validate_with(&self, write_points: u32, gc_high_units: u32) -> Result<(), ConfigError> {
-        let data_units = self.units() as i64 - write_points as i64 - gc_high_units as i64;
-        let needed = self.logical_pages().div_ceil(self.unit_pages() as u64) as i64 + 1;
-        if data_units < needed {
+    /// Check that the device can work with `write_points` open units at once, GC copying each
+    /// victim to one write point (every GC mode but `Policy`).
+    pub fn validate_for(&self, write_points: u32) -> Result<(), ConfigError> {
+        self.validate_with(write_points, 1)
+    }
+
+    /// Check that GC can always make room with `write_points` write points, the copies of one
+    /// victim going to at most `gc_dests` of them; `Simulator::new` checks this.
+    ///
+    /// The reserve is [`gc_reserve`] units: while GC runs, the other write points hold one open
+    /// unit each (the one whose write started GC holds none), each GC destination may seal its
+    /// unit and open one more before the victim is erased, and the waiting write point then
+    /// takes one. Whenever fewer units than that are free, the sealed units exceed the packed
+    /// logical space, so some victim has an invalid page and GC gains ground. The configured
+    /// watermarks are then fitted into what is left (`ftl::gc_watermarks`).
+    pub fn validate_with(&self, write_points: u32, gc_dests: u32) -> Result<(), ConfigError> {
+        let reserve = gc_reserve(write_points, gc_dests);
+        let spare = self.spare_units();
+        if reserve > spare {
             return Err(ConfigError::Impossible(format!(
-                "{}: {} units of {} pages cannot hold {} logical pages with {} open write points and {} free units \
-                 reserved for GC; raise op or blocks_per_die, or use fewer streams",
+                "{}: {} units of {} pages hold {} logical pages with {} spare units, fewer than the {} \
+                 that {} open write points and {} GC destination(s) need; raise op or \
+                 blocks_per_die, or use fewer streams",
                 self.name,
                 self.units(),
                 self.unit_pages(),
                 self.logical_pages(),
+                spare,
+                reserve,
                 write_points,
-                gc_high_units
+                gc_dests
             )));
         }
         Ok(())
@@ -265,6 +283,20 @@ impl SsdConfig {
         }
         self.validate_for(self.ftl.host_streams)
     }
+}
+
+/// Units GC needs beyond the packed logical space, with `write_points` write points and the
+/// copies of one victim going to at most `gc_dests` of them (`SsdConfig::validate_with`): the
+/// open units of the other write points, one new unit per GC destination before the victim is
+/// erased, plus one for the write point that started GC.
+pub fn gc_reserve(write_points: u32, gc_dests: u32) -> u32 {
+    write_points.saturating_sub(1) + gc_dests + 1
+}
+
+/// The most write points a device with `spare` spare units can hold with `gc_dests` GC
+/// destinations per victim: the largest n with `gc_reserve(n, gc_dests)` ≤ `spare`.
+pub fn max_write_points(spare: u32, gc_dests: u32) -> u32 {
+    spare.saturating_sub(gc_dests)
 }
 
 fn one_line(s: &str) -> String {

@@ -86,6 +86,7 @@ impl Simulator {
             logical_pages: cfg.logical_pages(),
             unit_pages: cfg.unit_pages(),
             units: cfg.units(),
+            write_point_budget: crate::ftl::write_point_budget(cfg),
             seed: opts.seed,
             params: opts.params.clone(),
         };
@@ -121,11 +122,10 @@ impl Simulator {
                 "{n_wps} write points: at most 255 are supported"
             )));
         }
-        // Validate with the watermarks the FTL will really use (raised for GC modes with many
-        // destinations): a device that cannot hold its logical space plus that reserve would
-        // otherwise stall GC on a full device.
+        // Validate for the reserve GC needs with these write points and destinations: a device
+        // that cannot hold its logical space plus that reserve would stall GC once full.
         let fanout = policy.gc_fanout().unwrap_or(n_wps).clamp(1, n_wps);
-        cfg.validate_with(n_wps, crate::ftl::gc_watermarks(cfg, gc_mode, fanout).1)?;
+        cfg.validate_with(n_wps, crate::ftl::gc_destinations(gc_mode, n_wps, fanout))?;
         let sees = policy.sees();
         let ftl = Ftl::new(cfg, gc_mode, n_wps, fanout, false, sees.has(Attrs::DEATH));
         let tick_period = policy.tick_period();
@@ -145,7 +145,9 @@ impl Simulator {
             queue: None,
             timing_cfg: cfg.timing.clone(),
             dies: cfg.dies(),
-            metrics: Metrics::new(cfg.ftl.host_streams),
+            // Policies that place GC copies themselves may send host pages to internal write
+            // points too (`per-pc`); count them there.
+            metrics: Metrics::new(n_wps),
             tick_period,
             next_tick: tick_period.unwrap_or(u64::MAX),
             index: 0,

@@ -32,6 +32,8 @@ const POLICIES: &[&str] = &[
     "midas?cold_start=0",
     "midas?groups=3&cold_start=0",
     "filestream?period=64",
+    "per-pc",
+    "per-pc?write_points=3",
 ];
 
 /// The simulator options of a `POLICIES` entry.
@@ -161,16 +163,16 @@ proptest! {
             Err(SimError::BadParam(_)) if cfg.ftl.host_streams < 3 => return Ok(()),
             Err(e) => { prop_assert!(false, "{policy}: {e}"); unreachable!() }
         };
-        // Skip devices whose full logical space does not fit beside every open write point and
-        // the GC reserve the FTL really keeps (one free unit per GC destination): GC cannot
-        // make progress there (see `SsdConfig::validate_with`).
+        // `Simulator::new` accepted the device, so it holds the GC reserve of the policy's write
+        // points and destinations (`SsdConfig::validate_with`): the runs below (with the
+        // whole-state check after every GC) must never run out of free units. Restate the
+        // check here so a simulator that skipped it fails.
         let (p, mode) = (sim.policy(), o.params.get("gc_mode").and_then(|m| GcMode::parse(m)));
         let gc_mode = mode.unwrap_or(p.gc_mode());
         let wps = pcstream_core::ftl::write_points(cfg.ftl.host_streams, gc_mode, p.internal_write_points());
         let fanout = p.gc_fanout().unwrap_or(wps).clamp(1, wps);
-        if cfg.validate_with(wps, pcstream_core::ftl::gc_watermarks(&cfg, gc_mode, fanout).1).is_err() {
-            return Ok(());
-        }
+        let dests = pcstream_core::ftl::gc_destinations(gc_mode, wps, fanout);
+        prop_assert!(cfg.validate_with(wps, dests).is_ok(), "{policy}: accepted a device without the GC reserve");
         drop(sim);
         let reqs: Vec<Request> = ops.iter().map(|&(k, x, n)| {
             let lpn = x % logical;

@@ -4,7 +4,7 @@ mod common;
 use common::*;
 use pcstream_core::placement::{
     autostream_mq::AutoStreamMq, autostream_sfr::AutoStreamSfr, fstream::FStream,
-    lkstream::LkStream, manual::Manual, midas::Midas, sepbit::SepBit, Cause, GcMode, Invalidation,
+    lkstream::LkStream, manual::Manual, midas::Midas, sepbit::SepBit, Cause, Invalidation,
     PageInfo, Placement, PolicyCtx, Reclaimed, RequestInfo, WriteInfo,
 };
 use pcstream_core::units::{LogicalTime, Lpn, PcSig, StreamId, UnitId};
@@ -18,6 +18,7 @@ fn ctx(logical: u64, streams: u32, params: &[(&str, &str)]) -> PolicyCtx {
         logical_pages: logical,
         unit_pages: 64,
         units: 64,
+        write_point_budget: streams,
         seed: 1,
         params: params
             .iter()
@@ -776,16 +777,92 @@ fn pcstream_first_come_ablation_hands_out_streams_in_order_of_warm_up() {
 
 #[test]
 fn the_strict_device_check_counts_the_gc_reserve_of_every_destination() {
-    // SepBIT's 6 classes on a 1-stream device need 5 internal write points, and GC then keeps
-    // one free unit per destination: 38 blocks of 2 pages cannot hold a full logical space.
-    // `validate_for` (used by `Simulator::new`) misses it; `validate_with` does not.
+    // SepBIT's 6 classes on a 1-stream device need 5 internal write points, and GC may send a
+    // victim's copies to all 6: 5 open units + 6 GC units + 1 for the waiting write point = 12,
+    // more than the 10 units that 38 blocks of 2 pages have beyond the packed logical space.
+    // `validate_for` (one GC destination) passes; `validate_with` (six) does not.
     let cfg = device(38, 2, 0.34, "greedy", "block", 1);
-    let (low, high) = pcstream_core::ftl::gc_watermarks(&cfg, GcMode::Policy, 6);
-    assert_eq!((low, high), (7, 8));
+    assert_eq!(cfg.spare_units(), 10);
+    assert_eq!(pcstream_core::config::gc_reserve(6, 6), 12);
     assert!(cfg.validate_for(6).is_ok());
-    let e = cfg.validate_with(6, high).unwrap_err().to_string();
+    let e = cfg.validate_with(6, 6).unwrap_err().to_string();
     assert!(
-        e.contains("6 open write points") && e.contains("8 free units"),
+        e.contains("10 spare units") && e.contains("the 12 that 6 open write points and 6 GC"),
         "{e}"
+    );
+    let e = Simulator::new(&cfg, opts("sepbit", 0.0, 0))
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("spare units"), "{e}");
+}
+
+#[test]
+fn gc_watermarks_fit_the_configured_ones_into_the_reserve() {
+    use pcstream_core::ftl::gc_watermarks;
+    // 16 dies × 256 blocks × 64 pages (1 GiB, 256 lines of 1024 pages), 7 % OP: 240 lines hold
+    // the logical space, 16 are spare. The configured 1 % / 2 % are 3 / 6 units.
+    let toml = "[geometry]\nchannels = 4\nways = 4\nblocks_per_die = 256\npages_per_block = 64\n\
+                [ftl]\nop = 0.07\nhost_streams = 8\n";
+    let cfg = pcstream_core::SsdConfig::from_toml("1g-256", toml).unwrap();
+    assert_eq!((cfg.units(), cfg.spare_units()), (256, 16));
+    assert_eq!((cfg.gc_low_units(), cfg.gc_high_units()), (3, 6));
+    // One destination, 10 write points: the configured watermarks fit (7 reachable).
+    assert_eq!(gc_watermarks(&cfg, 10, 1), (3, 6));
+    // Eight destinations among 8 write points: low must cover them (8), high is what the
+    // device can reach (16 − 7 = 9); the preferred margin (low = 9) does not fit.
+    assert!(cfg.validate_with(8, 8).is_ok());
+    assert_eq!(gc_watermarks(&cfg, 8, 8), (8, 9));
+    // One more write point and the reserve (17) exceeds the spare units.
+    assert!(cfg.validate_with(9, 8).is_err());
+    // `per-pc`'s default: as many write points as keep the configured watermarks (16 + 1 − 6).
+    assert_eq!(pcstream_core::ftl::write_point_budget(&cfg), 11);
+    assert_eq!(gc_watermarks(&cfg, 11, 1), (3, 6));
+    assert_eq!(gc_watermarks(&cfg, 12, 1), (3, 5));
+    // A roomy device keeps the configured watermarks, raised to one above the destinations.
+    let small = pcstream_core::SsdConfig::preset("small").unwrap();
+    assert_eq!(gc_watermarks(&small, 8, 1), (11, 21));
+    assert_eq!(gc_watermarks(&small, 8, 15), (16, 21));
+}
+
+#[test]
+fn per_pc_gives_each_pc_a_write_point_beyond_the_host_streams() {
+    // 512 blocks of 64 pages, 12 % OP: 54 spare units; with the watermarks 2 / 3 the budget is
+    // 52 write points (51 for PCs, 1 for GC), far more than the 8 host streams.
+    let cfg = device(512, 64, 0.12, "greedy", "block", 8);
+    assert_eq!(pcstream_core::ftl::write_point_budget(&cfg), 52);
+    let logical = cfg.logical_pages();
+    // 12 PCs writing at the same rate, each a circular log over its own region of k² shares
+    // of the logical space (PC k): each PC's pages live a fixed time, 144× apart between PCs.
+    let start = |k: u64| logical * (0..k).map(|j| j * j).sum::<u64>() / 650;
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let mut head = [0u64; 13];
+    // Separated, each PC's units die whole (WAF 1); mixed in one stream they do not.
+    let reqs: Vec<Request> = (0..6 * logical / 4)
+        .map(|_| {
+            let k = rng.random_range(1..=12u64);
+            let (a, b) = (start(k), start(k + 1));
+            let l = a + head[k as usize] % ((b - a) / 4) * 4;
+            head[k as usize] += 1;
+            Request::write(l, 4).with_pc(k)
+        })
+        .collect();
+    let per_pc = run(&cfg, opts("per-pc", 0.0, 2 * logical), &reqs, false);
+    let base = run(&cfg, opts("baseline", 0.0, 2 * logical), &reqs, false);
+    assert_eq!(per_pc.write_points, 52);
+    // PCs take write points 1..=12 in the order they first write; every host page is counted
+    // on its write point, those beyond the host streams included.
+    let streams: Vec<u32> = per_pc.per_stream.iter().map(|s| s.stream).collect();
+    assert_eq!(streams.len(), 12, "{streams:?}");
+    assert!(streams.iter().all(|&s| (1..=12).contains(&s)));
+    assert_eq!(
+        per_pc.per_stream.iter().map(|s| s.pages).sum::<u64>(),
+        per_pc.host_pages
+    );
+    eprintln!("per-pc {:.3} baseline {:.3}", per_pc.waf, base.waf);
+    assert!(
+        per_pc.waf < 0.9 * base.waf,
+        "per-pc {} clearly below baseline {}",
+        per_pc.waf,
+        base.waf
     );
 }

@@ -233,6 +233,11 @@ fn gen_params(params: &BTreeMap<String, String>) -> PyResult<GenParams> {
             "hot_fraction" => num!(p.hot_fraction),
             "hot_ratio" => num!(p.hot_ratio),
             "mix" => p.mix = v.clone(),
+            "levels" => num!(p.levels),
+            "ratio" => num!(p.ratio),
+            "skew" => num!(p.skew),
+            "build_share" => num!(p.build_share),
+            "sst_pages" => num!(p.sst_pages),
             _ => return Err(UsageError::new_err(format!("unknown gen parameter '{k}'"))),
         }
     }
@@ -253,6 +258,16 @@ fn gen(
             "capacity_pages {} is beyond {max} pages (2^40, 4 PiB), the largest trace pcstream takes",
             p.capacity_pages
         )));
+    }
+    if kind == "lsm" {
+        // The store keeps every key of its SSTs (4 B per page) and a free-slot set.
+        pcstream_trace::memory::check(
+            p.capacity_pages.saturating_mul(8),
+            &format!("gen lsm over {} pages", p.capacity_pages),
+            "the store's keys and SST slots, up to 8 bytes per page",
+            "lower --capacity-pages",
+        )
+        .map_err(ConfigError::new_err)?;
     }
     if kind == "mix" {
         // The mix generator keeps a pool of file slots per region: at most one per page.

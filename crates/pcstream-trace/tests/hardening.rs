@@ -316,3 +316,43 @@ fn the_arrow_schema_carries_the_pcstream_keys() {
     );
     assert_eq!(md.get("pcstream.format").map(|s| s.as_str()), Some("1"));
 }
+
+#[test]
+fn large_tables_stay_out_of_the_arrow_schema_but_in_the_footer() {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use pcstream_trace::blocktrace::{BlockTraceWriter, TraceMeta};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    // 20,000 incarnations of one journal file: a table of about 1 MB.
+    let files = (1..=20_000u32)
+        .map(|i| (i, "/scratch/tpcc.db-journal".to_string()))
+        .collect();
+    let meta = TraceMeta {
+        capacity_pages: Some(4096),
+        files,
+        ..Default::default()
+    };
+    let mut w = BlockTraceWriter::create(&path, &meta, 1024).unwrap();
+    w.push(&Request::write(0, 8)).unwrap();
+    w.finish().unwrap();
+    let b = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap()).unwrap();
+    let arrow = b.schema().metadata();
+    assert_eq!(
+        arrow.get("pcstream.capacity_pages").map(|s| s.as_str()),
+        Some("4096")
+    );
+    let footer = b.metadata().file_metadata().key_value_metadata().unwrap();
+    let value = |key: &str| {
+        let kv = footer.iter().find(|kv| kv.key == key).unwrap();
+        kv.value.as_ref().unwrap().len()
+    };
+    assert!(value("pcstream.files") > 500_000);
+    // The embedded schema (what pyarrow reads) carries the small keys only.
+    assert!(value("ARROW:schema") < 10_000, "{}", value("ARROW:schema"));
+    // One copy of the table, not two: the file is little more than the table.
+    let size = std::fs::metadata(&path).unwrap().len();
+    assert!(size < 700_000, "{size} bytes");
+    // And the reader sees it.
+    let r = pcstream_trace::blocktrace::BlockTraceReader::open(&path).unwrap();
+    assert_eq!(r.meta().files.len(), 20_000);
+}

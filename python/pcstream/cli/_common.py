@@ -107,8 +107,9 @@ def aging_options(f: F) -> F:
         default=0,
         show_default=True,
         metavar="ROUNDS",
-        help="Before the final fill, ROUNDS rounds that delete half of the aged files and refill, "
-        "so the free space is fragmented as on a used file system.",
+        help="ROUNDS rounds that fill the file system to 98 % and delete random files back down to "
+        "SHARE, so the free space is fragmented, and without discard still holds deleted data on the "
+        "device, as on a used file system.",
     )(f)
     f = click.option(
         "--age-seed",

@@ -10,13 +10,20 @@ from pcstream import api
 from pcstream.cli._common import epilog, json_option, print_json
 from pcstream.errors import EXIT_INPUT, CliError, prepare_output, require_file
 
-KINDS = ("uniform", "zipf", "pareto", "normal", "hotcold", "seq", "mix")
+KINDS = ("uniform", "zipf", "pareto", "normal", "hotcold", "seq", "mix", "lsm")
 
 EXTRA = """\b
 Kinds: uniform (every page alike), zipf (--theta), pareto (--alpha),
 normal (--sigma), hotcold (--hot-fraction of the pages get --hot-ratio of
 the writes), seq (sequential passes), mix (--mix: a preset such as
-rocksdb-like or hotcold-files, or a JSON/TOML spec file)."""
+rocksdb-like or hotcold-files, or a JSON/TOML spec file), lsm (a leveled
+LSM-tree store: WAL, flushes and compactions with --levels and --ratio, keys
+skewed by --skew, SSTs of --sst-pages, beside a build-like writer taking
+--build-share of the pages; one PC per activity; --writes counts pages).
+
+
+Example: pcstream gen lsm --capacity-pages 244994 --writes 1200000 --levels 4
+  --ratio 10 --skew 0.99 --build-share 0.3 --sst-pages 256 --seed 1 -o lsm.parquet"""
 
 
 def _mix_value(value: str) -> str:
@@ -72,6 +79,25 @@ def _mix_value(value: str) -> str:
     help="hotcold: share of writes to hot pages.",
 )
 @click.option("--mix", metavar="PRESET|FILE.json|FILE.toml", help="mix: workload mix preset or spec file.")
+@click.option("--levels", type=click.IntRange(1, 16), metavar="L", help="lsm: levels below L0 (default 4).")
+@click.option(
+    "--ratio", type=click.IntRange(2, 1000), metavar="R", help="lsm: size ratio between levels (default 10)."
+)
+@click.option(
+    "--skew",
+    type=click.FloatRange(min=0.0),
+    metavar="THETA",
+    help="lsm: Zipf theta of the keys put, 0 = uniform (default 0).",
+)
+@click.option(
+    "--build-share",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    metavar="B",
+    help="lsm: share of the pages from a concurrent build-like writer, [0, 1) (default 0).",
+)
+@click.option(
+    "--sst-pages", type=click.IntRange(min=1), metavar="P", help="lsm: pages per SST (default 256)."
+)
 @json_option
 def command(kind: str, out: str, mix: str | None, as_json: bool, **options: object) -> None:
     """Generate a synthetic block trace of KIND into OUT (Parquet).

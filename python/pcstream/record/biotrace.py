@@ -389,7 +389,8 @@ def prepend_aged(trace: Path, extents: Sequence[tuple[int, int]]) -> None:
     """Put an aged state at the head of the block trace ``trace`` (rewritten in place, atomically):
     for a trace imported from tracefs, which the importer writes without one."""
     table = pq.read_table(trace)
-    footer = dict(table.schema.metadata or {})
+    # The footer's key-value pairs: the embedded Arrow schema leaves out the large tables.
+    footer = {k.encode(): v.encode() for k, v in tracemeta.footer(trace).items()}
     lpn, pages = aged_rows(extents)
     n = len(lpn)
     head = {c.name: np.zeros(n, dtype=np.dtype(c.type.to_pandas_dtype())) for c in table.schema}

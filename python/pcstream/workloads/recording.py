@@ -45,7 +45,7 @@ def trace_facts(trace: Path) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(trace)
-    paths = tracemeta.paths(pf.schema_arrow.metadata or {})
+    paths = tracemeta.paths(pf.metadata.metadata or {})
     t = pf.read(columns=["op", "len", "pc", "path"]).to_pydict()
     sigs: set[int] = set()
     written: set[int] = set()

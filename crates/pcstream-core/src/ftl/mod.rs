@@ -55,23 +55,56 @@ pub fn write_points(host_streams: u32, mode: GcMode, policy_internal: u32) -> u3
         }
 }
 
-/// Free-unit watermarks `(low, high)` the FTL uses: GC may open one unit per destination write
-/// point of one victim before that victim is erased, so the configured ones are raised to fit
-/// them. A victim's copies (at most one unit of pages) go to one write point in every mode but
-/// `Policy`, so they need at most one new unit; in `Policy` mode to at most `policy_fanout`.
-pub fn gc_watermarks(cfg: &SsdConfig, gc_mode: GcMode, policy_fanout: u32) -> (u32, u32) {
-    let gc_dests = match gc_mode {
-        GcMode::SameStream => 1,
-        GcMode::Substream => 1,
-        GcMode::SingleGc => 1,
-        GcMode::Policy => policy_fanout,
-    };
-    let gc_low = cfg.gc_low_units().max(gc_dests + 1);
-    (gc_low, cfg.gc_high_units().max(gc_low + 1))
+/// Write points the GC copies of one victim may go to: one in every mode but `Policy`, where
+/// the policy says (`Placement::gc_fanout`, at most every write point).
+pub fn gc_destinations(gc_mode: GcMode, n_wps: u32, policy_fanout: u32) -> u32 {
+    match gc_mode {
+        GcMode::SameStream | GcMode::Substream | GcMode::SingleGc => 1,
+        GcMode::Policy => policy_fanout.clamp(1, n_wps.max(1)),
+    }
+}
+
+/// Free-unit watermarks `(low, high)` the FTL uses with `n_wps` write points and `gc_dests`
+/// GC destinations per victim (`cfg` validated for them by `SsdConfig::validate_with`).
+///
+/// GC starts when a write point needs a unit and at most `low` are free. The copies of one
+/// victim may open one unit per destination before the victim is erased, so `low` ≥
+/// `gc_dests` keeps a free unit for every one of them (counting units opened and erased over
+/// a GC run, the free count never falls more than `gc_dests` − 1 below where the run began);
+/// the configured low watermark is raised to `gc_dests` + 1 where the device has room, a
+/// margin of one unit. GC runs until `high` are free, and can only be sure of reaching what
+/// the packed logical space and the other write points' open units leave: `spare units −
+/// (n_wps − 1)`. Both configured watermarks (shares of all units, tuning) are fitted in there.
+pub fn gc_watermarks(cfg: &SsdConfig, n_wps: u32, gc_dests: u32) -> (u32, u32) {
+    let reachable = (cfg.spare_units() + 1)
+        .saturating_sub(n_wps)
+        .max(gc_dests + 1);
+    let gc_low = cfg
+        .gc_low_units()
+        .max(gc_dests + 1)
+        .min(reachable - 1)
+        .max(gc_dests);
+    let gc_high = cfg.gc_high_units().max(gc_low + 1).min(reachable);
+    (gc_low, gc_high)
+}
+
+/// Write points the device can hold open, the GC copies of a victim going to one of them, while
+/// keeping its configured GC watermarks (`gc_watermarks` then returns them unchanged); at least
+/// the host streams (which `SsdConfig::validate` guarantees the device holds), at most what
+/// the spare units allow.
+pub fn write_point_budget(cfg: &SsdConfig) -> u32 {
+    let spare = cfg.spare_units();
+    let most = crate::config::max_write_points(spare, 1);
+    // `reachable` in `gc_watermarks` is spare + 1 − n: keep it ≥ the high mark the host
+    // streams alone leave.
+    let (_, high) = gc_watermarks(cfg, cfg.ftl.host_streams, 1);
+    (spare + 1)
+        .saturating_sub(high)
+        .clamp(cfg.ftl.host_streams.min(most), most)
 }
 
 impl Ftl {
-    /// Requires: `cfg` validated for `n_wps` write points and the watermarks of `gc_watermarks`
+    /// Requires: `cfg` validated for `n_wps` write points and their GC destinations
     /// (`SsdConfig::validate_with`).
     pub fn new(
         cfg: &SsdConfig,
@@ -82,7 +115,8 @@ impl Ftl {
         with_death: bool,
     ) -> Ftl {
         let geo = Geometry::new(cfg);
-        let (gc_low, gc_high) = gc_watermarks(cfg, gc_mode, policy_fanout);
+        let (gc_low, gc_high) =
+            gc_watermarks(cfg, n_wps, gc_destinations(gc_mode, n_wps, policy_fanout));
         Ftl {
             map: Mapping::new(geo.logical_pages, geo.physical_pages, with_death),
             units: Units::new(geo.units, geo.unit_pages, cfg.ftl.gc_victim),

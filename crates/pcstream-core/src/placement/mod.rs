@@ -22,6 +22,7 @@ pub mod manual;
 pub mod midas;
 pub mod oracle;
 pub mod pcstream;
+pub mod per_pc;
 pub mod registry;
 pub mod sepbit;
 
@@ -196,6 +197,9 @@ pub struct PolicyCtx {
     pub logical_pages: u64,
     pub unit_pages: u32,
     pub units: u32,
+    /// Write points the device can hold open, GC copies of a victim going to one of them,
+    /// without cutting its configured GC watermarks (`ftl::write_point_budget`).
+    pub write_point_budget: u32,
     pub seed: u64,
     /// `--param key=value` pairs (policy-specific; unknown keys are an error).
     pub params: BTreeMap<String, String>,

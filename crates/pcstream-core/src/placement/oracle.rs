@@ -220,6 +220,7 @@ mod tests {
             logical_pages: 100,
             unit_pages: 8,
             units: 10,
+            write_point_budget: 4,
             seed: 0,
             params: BTreeMap::new(),
         };

@@ -4,7 +4,8 @@
 use super::{
     autostream_mq::AutoStreamMq, autostream_sfr::AutoStreamSfr, baseline::Baseline,
     filestream::FileStream, fstream::FStream, hotcold::HotCold, lkstream::LkStream, manual::Manual,
-    midas::Midas, oracle::Oracle, pcstream::PcStream, sepbit::SepBit, Attrs, Placement, PolicyCtx,
+    midas::Midas, oracle::Oracle, pcstream::PcStream, per_pc::PerPc, sepbit::SepBit, Attrs,
+    Placement, PolicyCtx,
 };
 use crate::error::SimError;
 
@@ -75,6 +76,12 @@ pub const POLICIES: &[PolicyEntry] = &[
         build: |c| Ok(Box::new(PcStream::new(c, true)?)),
     },
     PolicyEntry {
+        name: "per-pc",
+        sees: Attrs::PC,
+        summary: "ablation: a write point per PC (then shared by hash), one GC write point",
+        build: |c| Ok(Box::new(PerPc::new(c)?)),
+    },
+    PolicyEntry {
         name: "sepbit",
         sees: Attrs::LPN.union(Attrs::GC_INFO).union(Attrs::LIFETIME),
         summary: "SepBIT: 6 classes by inferred invalidation time (user) and age (GC)",
@@ -135,6 +142,7 @@ mod tests {
                 logical_pages: 4096,
                 unit_pages: 64,
                 units: 128,
+                write_point_budget: 8,
                 seed: 0,
                 params: Default::default(),
             };

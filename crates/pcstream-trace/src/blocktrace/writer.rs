@@ -22,6 +22,34 @@ use pcstream_core::request::{Op, Request};
 use super::format::{TraceMeta, COLUMNS, KEY_CAPACITY, MAX_PAGES};
 use crate::error::{one_line, TraceError};
 
+/// Footer values longer than this (bytes) are not copied into the embedded Arrow schema: the
+/// file and PC tables of a long recording reach megabytes (SQLite's journal, one file per
+/// transaction), and a second, base64-encoded copy would more than double the trace's size.
+/// Readers of those keys take them from the footer's key-value pairs.
+pub(crate) const ARROW_SCHEMA_VALUE_LIMIT: usize = 64 * 1024;
+
+/// Write the footer: `pairs` as key-value metadata, and an Arrow schema `schema` carrying the
+/// pairs no longer than [`ARROW_SCHEMA_VALUE_LIMIT`] (pyarrow, pandas and polars read a table's
+/// metadata from the embedded schema, not from the footer's pairs).
+pub(crate) fn append_footer<W: std::io::Write + Send>(
+    w: &mut ArrowWriter<W>,
+    schema: &Schema,
+    pairs: Vec<(String, String)>,
+) {
+    let small = pairs
+        .iter()
+        .filter(|(_, v)| v.len() <= ARROW_SCHEMA_VALUE_LIMIT)
+        .cloned()
+        .collect();
+    w.append_key_value_metadata(KeyValue::new(
+        ARROW_SCHEMA_META_KEY.to_string(),
+        encode_arrow_schema(&schema.clone().with_metadata(small)),
+    ));
+    for (k, v) in pairs {
+        w.append_key_value_metadata(KeyValue::new(k, v));
+    }
+}
+
 /// Default rows per row group (1 Mi).
 pub const DEFAULT_ROW_GROUP_ROWS: usize = 1 << 20;
 /// Rows buffered before they are handed to the Parquet encoder.
@@ -250,21 +278,7 @@ impl BlockTraceWriter {
             }
         }
         let mut w = self.writer.take().expect("writer open until finish");
-        let pairs = self.meta.to_pairs();
-        // The same keys in the embedded Arrow schema: pyarrow, pandas and polars read a table's
-        // metadata from there, not from the footer's key-value pairs.
-        let with_meta = self
-            .schema
-            .as_ref()
-            .clone()
-            .with_metadata(pairs.iter().cloned().collect());
-        w.append_key_value_metadata(KeyValue::new(
-            ARROW_SCHEMA_META_KEY.to_string(),
-            encode_arrow_schema(&with_meta),
-        ));
-        for (k, v) in pairs {
-            w.append_key_value_metadata(KeyValue::new(k, v));
-        }
+        append_footer(&mut w, &self.schema, self.meta.to_pairs());
         let fail = |what: &str, e: &dyn std::fmt::Display| TraceError::Io {
             path: self.label.clone(),
             why: format!(

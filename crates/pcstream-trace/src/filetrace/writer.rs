@@ -12,13 +12,13 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_writer::ArrowWriterOptions;
-use parquet::arrow::{encode_arrow_schema, ArrowWriter, ARROW_SCHEMA_META_KEY};
+use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 use super::{FileEvent, KEY_PATHS};
+use crate::blocktrace::writer::append_footer;
 use crate::blocktrace::TraceMeta;
 use crate::error::{one_line, TraceError};
 
@@ -187,18 +187,7 @@ impl FileTraceWriter {
             KEY_PATHS.to_string(),
             serde_json::to_string(paths).expect("a string map serialises"),
         ));
-        let with_keys = self
-            .schema
-            .as_ref()
-            .clone()
-            .with_metadata(pairs.iter().cloned().collect());
-        w.append_key_value_metadata(KeyValue::new(
-            ARROW_SCHEMA_META_KEY.to_string(),
-            encode_arrow_schema(&with_keys),
-        ));
-        for (k, v) in pairs {
-            w.append_key_value_metadata(KeyValue::new(k, v));
-        }
+        append_footer(&mut w, &self.schema, pairs);
         let res = match w.close() {
             Err(e) => Err(self.fail("closing", &e)),
             Ok(_) => std::fs::rename(&self.tmp, &self.path).map_err(|e| self.fail("renaming", &e)),

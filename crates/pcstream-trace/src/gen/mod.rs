@@ -24,12 +24,16 @@
 //!   when the next request would not fit.
 //! - `mix`: several writers with their own PC, pid, files, LBA region and lifetime behaviour; see
 //!   [`MixSpec`] and the `mix` module.
+//! - `lsm`: a leveled LSM-tree store (WAL, flushes, compactions over `levels` levels of size
+//!   `ratio`, keys skewed by `skew`), optionally beside a build-like writer (`build_share`), one
+//!   PC per activity; see the `lsm` module. `writes` counts host pages there.
 //!
 //! Rows carry `ts_ns` = request index × 10 µs, pid 1, file 0, meta 0 and a fixed PC per kind.
 //! With `read_ratio` = ρ > 0, ρ read requests per write (accumulated fractionally) are interleaved
 //! after the writes, uniform over the footprint, from a separate random stream so that adding
 //! reads never changes the writes.
 
+mod lsm;
 mod mix;
 
 use std::path::Path;
@@ -42,6 +46,7 @@ use rand_distr::{Distribution, Normal, Zipf};
 use crate::blocktrace::{BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
 use crate::error::TraceError;
 
+pub use lsm::{Activity as LsmActivity, LSM_PC_BASE};
 pub use mix::{Lifetime, MixSpec, UpdateDist, WriterKind, WriterSpec, MIX_PRESETS};
 
 /// Generator errors are trace errors; bad parameters are [`TraceError::Gen`].
@@ -49,7 +54,7 @@ pub type GenError = TraceError;
 
 /// Generator kinds accepted by [`generate`].
 pub const KINDS: &[&str] = &[
-    "uniform", "zipf", "pareto", "normal", "hotcold", "seq", "mix",
+    "uniform", "zipf", "pareto", "normal", "hotcold", "seq", "mix", "lsm",
 ];
 
 /// Time between consecutive requests (10 µs).
@@ -82,6 +87,16 @@ pub struct GenParams {
     pub hot_ratio: f64,
     /// `mix`: a preset name (see [`MixSpec::preset`]) or a spec in JSON or TOML.
     pub mix: String,
+    /// `lsm`: levels below L0. Default 4.
+    pub levels: u32,
+    /// `lsm`: size ratio between adjacent levels. Default 10.
+    pub ratio: u32,
+    /// `lsm`: Zipf θ of the keys put (0 = uniform). Default 0.
+    pub skew: f64,
+    /// `lsm`: share of the host pages from the build-like writer, in [0, 1). Default 0.
+    pub build_share: f64,
+    /// `lsm`: pages per SST (and puts per memtable). Default 256 (1 MiB).
+    pub sst_pages: u32,
 }
 
 impl Default for GenParams {
@@ -99,6 +114,11 @@ impl Default for GenParams {
             hot_fraction: 0.1,
             hot_ratio: 0.9,
             mix: "rocksdb-like".into(),
+            levels: 4,
+            ratio: 10,
+            skew: 0.0,
+            build_share: 0.0,
+            sst_pages: 256,
         }
     }
 }
@@ -159,6 +179,10 @@ fn base_meta(kind: &str, p: &GenParams) -> TraceMeta {
     let mix = match kind {
         "mix" if MixSpec::preset(p.mix.trim()).is_some() => format!(" mix={}", p.mix.trim()),
         "mix" => " mix=custom".to_string(),
+        "lsm" => format!(
+            " levels={} ratio={} skew={} build_share={} sst_pages={}",
+            p.levels, p.ratio, p.skew, p.build_share, p.sst_pages
+        ),
         _ => String::new(),
     };
     TraceMeta {
@@ -232,6 +256,10 @@ pub fn generate(
     if kind == "mix" {
         let spec = MixSpec::parse(&p.mix)?;
         spec.run(p, n, &mut meta, sink)?;
+        return Ok(meta);
+    }
+    if kind == "lsm" {
+        lsm::run(p, n, &mut meta, sink)?;
         return Ok(meta);
     }
     let slots = n - p.req_pages as u64 + 1;
@@ -342,9 +370,12 @@ pub fn generate_to_file(
     if !KINDS.contains(&kind) {
         return generate(kind, p, &mut |_| Ok(())).map(|_| serde_json::Value::Null);
     }
-    footprint_pages(p)?;
+    let n = footprint_pages(p)?;
     if kind == "mix" {
         MixSpec::parse(&p.mix)?;
+    }
+    if kind == "lsm" {
+        lsm::plan(p, n)?;
     }
     let mut w = BlockTraceWriter::create(out, &base_meta(kind, p), DEFAULT_ROW_GROUP_ROWS)?;
     let mut ops = [(0u64, 0u64); 4];

@@ -39,8 +39,10 @@ const SIZE_BINS: [(u64, u32); 11] = [
 ];
 /// Files per leaf directory on average (the plan's directory tree is sized from it).
 const FILES_PER_DIR: u64 = 32;
-/// Share of the live files each churn round deletes before refilling.
-const CHURN_DELETE_SHARE: f64 = 0.5;
+/// Each churn round fills the file system up to this share of its blocks before deleting random
+/// files back down to the target: a used file system was fuller once, so its free space is
+/// fragmented and (without discard) still holds the deleted files' data on the device.
+const CHURN_HIGH_SHARE: f64 = 0.98;
 /// Path ids of aged files live above every trace path id.
 const AGED_PATH_BASE: u32 = 0xC000_0000;
 /// The process the model attributes aging to (no trace uses it).
@@ -150,6 +152,10 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
     // Directory blocks: one per directory plus one per ~100 entries.
     let dir_blocks = 1 + fanout + fanout * fanout + expected_files / 100;
     let budget = (target - base_used).saturating_sub(dir_blocks);
+    // What a churn round fills to first (never below the target itself).
+    let high = ((CHURN_HIGH_SHARE * capacity as f64) as u64)
+        .saturating_sub(base_used + dir_blocks)
+        .max(budget);
     let mut ops = Vec::new();
     let mut live: Vec<(String, u64)> = Vec::new();
     let mut used = 0u64;
@@ -157,7 +163,8 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
     let mut fill = |ops: &mut Vec<AgeOp>,
                     live: &mut Vec<(String, u64)>,
                     used: &mut u64,
-                    rng: &mut ChaCha8Rng| {
+                    rng: &mut ChaCha8Rng,
+                    budget: u64| {
         while *used < budget {
             let mut bytes = draw_size(rng);
             let left = budget - *used;
@@ -175,22 +182,21 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
             live.push((path, bytes));
         }
     };
-    fill(&mut ops, &mut live, &mut used, &mut rng);
+    fill(&mut ops, &mut live, &mut used, &mut rng, budget);
     for _ in 0..spec.churn {
-        // Delete a random share of the live files, make the frees reusable, refill.
-        let mut keep = Vec::with_capacity(live.len());
-        for (path, bytes) in live.drain(..) {
-            if rng.random::<f64>() < CHURN_DELETE_SHARE {
-                used -= blocks_of(bytes);
-                ops.push(AgeOp::Delete { path });
-            } else {
-                keep.push((path, bytes));
-            }
-        }
-        live = keep;
+        // Fill up to the high share, make it durable, then delete random files (any age) until
+        // the target is reached again, and make the frees reusable; the final top-up below
+        // lands exactly on the target.
+        fill(&mut ops, &mut live, &mut used, &mut rng, high);
         ops.push(AgeOp::Sync);
-        fill(&mut ops, &mut live, &mut used, &mut rng);
+        while used > budget && !live.is_empty() {
+            let (path, bytes) = live.swap_remove(rng.random_range(0..live.len()));
+            used -= blocks_of(bytes);
+            ops.push(AgeOp::Delete { path });
+        }
+        ops.push(AgeOp::Sync);
     }
+    fill(&mut ops, &mut live, &mut used, &mut rng, budget);
     ops.push(AgeOp::Sync);
     Ok(ops)
 }

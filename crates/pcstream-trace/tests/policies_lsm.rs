@@ -1,0 +1,75 @@
+//! The PC-based policies on `gen lsm` (docs/POLICIES.md has the full grid, `examples/lsm_grid`):
+//! the orderings that hold on every setting of the grid, checked on a smaller device.
+
+use std::collections::BTreeMap;
+
+use pcstream_core::config::SsdConfig;
+use pcstream_core::{Request, SimOptions, Simulator};
+use pcstream_trace::{generate, GenParams};
+
+/// 4 dies × 1024 blocks × 32 pages (512 MiB, 1024 lines of 128 pages), 7 % OP, greedy.
+fn device() -> SsdConfig {
+    let toml = "[geometry]\nchannels = 2\nways = 2\nblocks_per_die = 1024\npages_per_block = 32\n\
+                [ftl]\nop = 0.07\nhost_streams = 8\ngc_unit = \"line\"\ngc_victim = \"greedy\"\n";
+    SsdConfig::from_toml("512m", toml).expect("valid config")
+}
+
+fn wafs(levels: u32, ratio: u32, skew: f64, build_share: f64) -> BTreeMap<&'static str, f64> {
+    let cfg = device();
+    let logical = cfg.logical_pages();
+    let p = GenParams {
+        capacity_pages: logical,
+        writes: 5 * logical,
+        levels,
+        ratio,
+        skew,
+        build_share,
+        sst_pages: 128,
+        seed: 1,
+        ..GenParams::default()
+    };
+    let mut reqs: Vec<Request> = Vec::new();
+    generate("lsm", &p, &mut |r| {
+        reqs.push(r);
+        Ok(())
+    })
+    .expect("generates");
+    let mut out = BTreeMap::new();
+    for name in ["baseline", "pcstream-star", "pcstream", "per-pc"] {
+        let o = SimOptions {
+            policy: name.into(),
+            warmup: 2 * logical,
+            seed: 1,
+            ..Default::default()
+        };
+        let mut sim = Simulator::new(&cfg, o).expect("simulator");
+        sim.set_verify_each_gc(false);
+        sim.start().expect("start");
+        sim.feed(&reqs).expect("feed");
+        out.insert(name, sim.finish().waf);
+    }
+    eprintln!("L{levels} R{ratio} θ{skew} B{build_share}: {out:?}");
+    out
+}
+
+#[test]
+fn pc_separation_orders_below_baseline_and_pcstream_near_per_pc() {
+    for (levels, ratio, skew, build) in [(3, 10, 0.0, 0.0), (4, 10, 0.99, 0.3), (5, 4, 0.0, 0.3)] {
+        let w = wafs(levels, ratio, skew, build);
+        let (b, pc, pp) = (w["baseline"], w["pcstream"], w["per-pc"]);
+        let what = format!("levels {levels}, ratio {ratio}, skew {skew}, build {build}");
+        assert!(pp <= b, "{what}: per-pc {pp} ≤ baseline {b}");
+        // PCStream clusters the PCs into 7 streams; per-pc gives each its own: within 5 %.
+        assert!(
+            pc <= 1.05 * pp,
+            "{what}: pcstream {pc} within 5 % of per-pc {pp}"
+        );
+        if build > 0.0 {
+            // The build writer's PCs die far sooner than the store's: separating them pays.
+            assert!(
+                pc < 0.98 * b,
+                "{what}: pcstream {pc} clearly below baseline {b}"
+            );
+        }
+    }
+}
