@@ -128,7 +128,10 @@ fn the_plan_is_seeded_and_fills_to_the_share() {
         .iter()
         .filter(|o| matches!(o, AgeOp::Delete { .. }))
         .count();
-    assert!(creates > 500 && deletes > 50, "{creates} creates, {deletes} deletes");
+    assert!(
+        creates > 500 && deletes > 50,
+        "{creates} creates, {deletes} deletes"
+    );
     // Each of the 2 churn rounds fills to 98 % and deletes back down to 90 %: about 8 % of the
     // blocks deleted per round.
     let sizes: std::collections::BTreeMap<&str, u64> = a

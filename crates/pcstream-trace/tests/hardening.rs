@@ -356,3 +356,28 @@ fn large_tables_stay_out_of_the_arrow_schema_but_in_the_footer() {
     let r = pcstream_trace::blocktrace::BlockTraceReader::open(&path).unwrap();
     assert_eq!(r.meta().files.len(), 20_000);
 }
+
+#[test]
+fn the_pc_table_names_only_the_pcs_of_the_rows() {
+    use pcstream_trace::blocktrace::{BlockTraceReader, BlockTraceWriter, TraceMeta};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.parquet");
+    // A mapped trace inherits the file trace's PCs; only 7 wrote pages that reached the device.
+    let frames = serde_json::json!([{"module": "/bin/x", "offset": 16}]);
+    let meta = TraceMeta {
+        pcs: serde_json::json!({"7": frames, "8": frames, "9": frames}),
+        ..Default::default()
+    };
+    let mut w = BlockTraceWriter::create(&path, &meta, 1024).unwrap();
+    w.push(&Request {
+        pc: 7,
+        ..Request::write(0, 8)
+    })
+    .unwrap();
+    w.push(&Request::write(8, 8)).unwrap();
+    w.finish().unwrap();
+    let r = BlockTraceReader::open(&path).unwrap();
+    let pcs = r.meta().pcs.as_object().unwrap();
+    assert_eq!(pcs.keys().collect::<Vec<_>>(), vec!["7"]);
+    assert_eq!(pcs["7"], frames);
+}
