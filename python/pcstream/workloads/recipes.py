@@ -195,8 +195,10 @@ def gcc(rounds: int) -> str:
     return GCC.replace("ROUNDS", str(rounds))
 
 
-# fio: an 800 MiB file (most of the aged file system's free space), laid out first, then 90 s of
-# random 4 KiB writes at 40 MiB/s (3.5 GiB, 3x the free space).
+# fio: an 800 MiB file (most of the aged file system's free space), laid out first, then 40 s of
+# random 4 KiB writes at 40 MiB/s (1.6 GiB, 1.4x the free space): each random page is a row of
+# its own in the block trace, and 3x the free space made 2.5 MB per trace and mode, a third of
+# the bundle's budget for the five fio recipes alone.
 FIO_FILE = "800M"
 
 
@@ -204,7 +206,7 @@ def fio(dist: str) -> str:
     spec = "" if dist == "uniform" else f"--random_distribution={dist}"
     return (
         f"fio --name=w --filename=./fio.dat --size={FIO_FILE} --rw=randwrite --bs=4k --ioengine=psync "
-        f"{spec} --time_based --runtime=90 --fsync=256 --rate=40m --output=/dev/null"
+        f"{spec} --time_based --runtime=40 --fsync=256 --rate=40m --output=/dev/null"
     )
 
 
@@ -247,9 +249,9 @@ RECIPES: dict[str, Recipe] = {
             "sqlite-tpcc",
             "SQLite TPC-C-like (New-Order, Payment, Delivery, ...) with the rollback journal",
             (),
-            # 60 s bring about 3x the free space to the device: each transaction's journal is a new
-            # file, so a longer run mostly grows the trace's file table.
-            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 {TPCC}",
+            # 30 s bring about 2x the free space to the device (60 s: 4x, and 4.5 MB per trace and
+            # mode: each transaction's journal is a new file, a row of the trace's file table).
+            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 30 {TPCC}",
             (files_matching("tpcc.db-journal"), deletes_files(100)),
             seconds=200,
         ),
@@ -290,9 +292,9 @@ RECIPES: dict[str, Recipe] = {
         ),
         Recipe(
             "mixed2",
-            "Mixed 2: SQLite TPC-C-like (90 s) and the GCC rebuild loop (8 rounds) at the same time",
+            "Mixed 2: SQLite TPC-C-like (40 s) and the GCC rebuild loop (8 rounds) at the same time",
             KERNEL_PKGS,
-            f"( {PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 90 {TPCC} ) & ( {gcc(8)} ) & wait",
+            f"( {PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 40 {TPCC} ) & ( {gcc(8)} ) & wait",
             (files_matching("tpcc.db-journal"), files_matching(".o", 10)),
             setup=GCC_SETUP,
             seconds=300,
