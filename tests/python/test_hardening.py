@@ -114,9 +114,11 @@ def test_an_existing_output_is_replaced_with_a_notice(tmp_path: Path) -> None:
 
 
 def corrupt(trace: Path, out: Path) -> Path:
-    """``trace`` with 64 bytes flipped where the Parquet decoder panics (an RLE run or a dictionary
-    index out of bounds) rather than returning an error; found by trying every 32nd offset."""
-    data = trace.read_bytes()
+    """``trace``, stored as pyarrow stores it (dictionary pages in every column), with 64 bytes
+    flipped where the Parquet decoder panics (an RLE run or a dictionary index out of bounds)
+    rather than returning an error; found by trying every 32nd offset."""
+    pq.write_table(pq.read_table(trace), out)
+    data = out.read_bytes()
     for at in range(0, len(data) - 64, 32):
         bad = bytearray(data)
         for i in range(at, at + 64):
