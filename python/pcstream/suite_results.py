@@ -264,7 +264,7 @@ def open_units(r: dict[str, Any], policy: str) -> str:
     n = r.get("open_write_points")
     if not unit or free <= 0 or n is None:
         return f"`{policy}` open write points unknown"
-    return f"`{policy}` held {n} units open ({n * unit / free:.0%} of the free pages at the start)"
+    return f"`{policy}` held {n} unit(s) open ({n * unit / free:.0%} of the free pages at the start)"
 
 
 def misses(by: dict[str, dict[str, dict[str, Any]]]) -> list[str]:

@@ -105,7 +105,7 @@ def test_a_miss_says_why_from_the_data(tmp_path: Path) -> None:
     assert "(+9.1%)" in miss and "GC copied 0.20 pages per host page" in miss
     assert "put 40% of the pages in stream 0" in miss
     # 9 units of 6,144 pages (paper) against 266,439 free pages.
-    assert "`pcstream` held 9 units open (21% of the free pages at the start)" in miss
+    assert "`pcstream` held 9 unit(s) open (21% of the free pages at the start)" in miss
     assert "`autostream-sfr` open write points unknown" in miss
     assert "s1 60%, life 20–40–80; s0 40%, life 10–500–9,000" in miss
     assert "`autostream-sfr`: s0 100%, life 5–50–500" in miss
