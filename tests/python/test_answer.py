@@ -52,6 +52,8 @@ def test_ratios_best_and_counts() -> None:
     assert "1.600" in db and "0.750" in db and "0.656" in db
     fio = next(line for line in text.splitlines() if line.strip(" │|").startswith("fio "))
     assert "1.071" in fio
+    # The best column names the winner with its ratio; none beat the baseline on fio.
+    assert "pcstream 0.750" in db and "baseline" in fio.split("1.400")[1]
     assert "baseline WAF ≥ 1.3 on 2 of 2 workloads" in text and "warning" not in text
 
 
