@@ -14,6 +14,7 @@ import pytest
 from pcstream import api
 from pcstream.compare import sweep
 from pcstream.report.results import SCHEMA
+from pcstream.workloads.recipes import SUITE_SSD
 from support import SSD, assert_user_error, invoke
 
 
@@ -228,7 +229,7 @@ def test_without_traces_runs_the_bundled_suite(
     run = invoke("compare", suite / "a.parquet", "--policies", "baseline", "--no-timing", "--json")
     assert [r["ssd"] for r in run.json_lines()] == ["paper"], "given traces: the default preset"
     run = invoke("compare", "--policies", "baseline", "--no-timing", "--json")
-    assert [r["ssd"] for r in run.json_lines()] == ["medium", "medium"]
+    assert [r["ssd"] for r in run.json_lines()] == [SUITE_SSD, SUITE_SSD]
 
 
 def test_ray_without_address_must_not_swallow_a_trace(traces: dict[str, Path]) -> None:
