@@ -866,3 +866,59 @@ fn per_pc_gives_each_pc_a_write_point_beyond_the_host_streams() {
         base.waf
     );
 }
+
+/// Drive `pcstream-star` with synthetic lifetimes: each PC in `pcs` writes 64 pages whose
+/// lifetimes are `base · 2^z`, z uniform in [−1.5, 1.5] (PC 0 too), then one clustering;
+/// returns each PC's stream.
+fn streams_after_learning(pcs: &[(u64, f64)], params: &[(&str, &str)]) -> Vec<u8> {
+    use pcstream_core::placement::pcstream::PcStream;
+    let mut p = PcStream::new(&mut ctx(1 << 20, 8, params), false).unwrap();
+    let mut d = Driver { t: 1 << 30 };
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for i in 0..64u64 {
+        for &(pc, base) in pcs {
+            let r = RequestInfo {
+                lpn: Lpn(i),
+                pages: 1,
+                pc: PcSig(pc),
+                ..Default::default()
+            };
+            d.write(&mut p, r);
+            let l = (base * 2f64.powf(rng.random_range(-1.5..1.5))) as u64;
+            p.on_invalidate(&Invalidation {
+                lpn: Lpn(i),
+                t_write: Some(LogicalTime(d.t - l)),
+                pc: PcSig(pc),
+                stream: StreamId(0),
+                cause: Cause::Overwrite,
+                now: LogicalTime(d.t),
+            });
+        }
+    }
+    p.tick(LogicalTime(d.t));
+    assert_eq!(p.reclusterings(), 1);
+    pcs.iter().map(|&(pc, _)| p.stream_of(pc).0).collect()
+}
+
+#[test]
+fn pcstream_gives_a_stream_only_to_lifetimes_that_differ() {
+    // PCs 1 and 2 with the same lifetimes (their sample means differ a little): one stream,
+    // and since PC 0's data live as long, that stream is stream 0.
+    let same = [(0, 4096.0), (1, 4096.0), (2, 4096.0)];
+    assert_eq!(streams_after_learning(&same, &[]), vec![0, 0, 0]);
+    // `min_gain=0` keeps every cluster apart, the pre-merge behaviour.
+    let kept = streams_after_learning(&same, &[("min_gain", "0")]);
+    assert!(
+        kept[1] >= 1 && kept[2] >= 1 && kept[1] != kept[2],
+        "{kept:?}"
+    );
+    // Lifetimes 256× apart: two streams, the short-lived PC in the lower one.
+    let apart = streams_after_learning(&[(1, 1024.0), (2, 262_144.0)], &[]);
+    assert!(apart[0] >= 1 && apart[1] > apart[0], "{apart:?}");
+    // One cluster unlike stream 0's data (PC 0 lives 256× longer): a stream of its own.
+    let lone = streams_after_learning(&[(0, 262_144.0), (1, 1024.0), (2, 1024.0)], &[]);
+    assert_eq!(lone[1..], [1, 1]);
+    // Stream 0's data has no lifetime yet (written once): unlike anything, so kept apart.
+    let cold = streams_after_learning(&[(1, 1024.0), (2, 1024.0)], &[]);
+    assert_eq!(cold, vec![1, 1]);
+}

@@ -184,6 +184,82 @@ pub fn agglomerative_1d(x: &[f64], k: usize) -> Clustering {
     Clustering::from_starts(x, &starts)
 }
 
+/// Moments of one group's samples (count, Σv, Σv²), e.g. the log2 lifetimes of the pages
+/// its PCs wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Moments {
+    pub n: f64,
+    pub s1: f64,
+    pub s2: f64,
+}
+
+impl Moments {
+    pub fn add(self, o: Moments) -> Moments {
+        Moments {
+            n: self.n + o.n,
+            s1: self.s1 + o.s1,
+            s2: self.s2 + o.s2,
+        }
+    }
+    fn mean(&self) -> f64 {
+        self.s1 / self.n
+    }
+    fn var(&self) -> f64 {
+        let m = self.mean();
+        (self.s2 / self.n - m * m).max(0.0)
+    }
+}
+
+/// Resolution of the samples, in their unit, added in quadrature to every group's standard
+/// deviation: a group of identical values would otherwise be infinitely informative, and a
+/// few dozen samples that happen to agree would outweigh a large group. For log2 lifetimes
+/// 1/8 is ±9 %.
+pub const RESOLUTION: f64 = 0.125;
+
+/// What keeping groups `a` and `b` apart tells about a sample, in nats, summed over their
+/// samples: the Gaussian log-likelihood gain of two groups over one,
+/// `n_a·ln(σ_ab/σ_a) + n_b·ln(σ_ab/σ_b)` (each σ widened by [`RESOLUTION`]). It is large when the
+/// groups' means differ by more than their spread, and also when one group is much narrower
+/// than the other (its data die together even where their means agree); it is near 0 when the
+/// two look alike.
+pub fn split_gain(a: &Moments, b: &Moments) -> f64 {
+    if a.n <= 0.0 || b.n <= 0.0 {
+        return f64::INFINITY;
+    }
+    let sd = |m: &Moments| (m.var() + RESOLUTION * RESOLUTION).sqrt();
+    let m = sd(&a.add(*b));
+    (a.n * (m / sd(a)).ln() + b.n * (m / sd(b)).ln()).max(0.0)
+}
+
+/// Merge adjacent groups (given in centroid order) that are not worth keeping apart: while the
+/// adjacent pair whose split gains least gains less than `min_gain` nats per sample of all
+/// groups (see [`split_gain`]), merge it and recompute its moments (ties → leftmost). Returns
+/// each input group's merged group, non-decreasing from 0; `min_gain` ≤ 0 merges nothing.
+pub fn merge_uninformative(groups: &[Moments], min_gain: f64) -> Vec<u32> {
+    let total: f64 = groups.iter().map(|g| g.n.max(0.0)).sum();
+    // Merged groups as (moments, first input group).
+    let mut merged: Vec<(Moments, usize)> = groups.iter().copied().zip(0..).collect();
+    while merged.len() > 1 && total > 0.0 {
+        let (i, gain) = (0..merged.len() - 1)
+            .map(|i| (i, split_gain(&merged[i].0, &merged[i + 1].0)))
+            .fold(
+                (0, f64::INFINITY),
+                |best, c| if c.1 < best.1 { c } else { best },
+            );
+        if gain / total >= min_gain {
+            break;
+        }
+        let right = merged.remove(i + 1).0;
+        merged[i].0 = merged[i].0.add(right);
+    }
+    let mut of = vec![0u32; groups.len()];
+    for (m, w) in merged.iter().enumerate() {
+        let end = merged.get(m + 1).map_or(groups.len(), |n| n.1);
+        of[w.1..end].fill(m as u32);
+    }
+    of
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +327,50 @@ mod tests {
             Some(0),
             "ties go to the smaller index"
         );
+    }
+
+    /// Moments of `n` samples of mean `m` and standard deviation `sd`.
+    fn mom(n: f64, m: f64, sd: f64) -> Moments {
+        Moments {
+            n,
+            s1: n * m,
+            s2: n * (sd * sd + m * m),
+        }
+    }
+
+    #[test]
+    fn uninformative_groups_merge_and_informative_ones_stay() {
+        // Means 1 apart with sd 2 look alike; 10 apart they do not.
+        let g = [
+            mom(100.0, 0.0, 2.0),
+            mom(100.0, 1.0, 2.0),
+            mom(100.0, 11.0, 2.0),
+        ];
+        assert_eq!(merge_uninformative(&g, 0.05), vec![0, 0, 1]);
+        assert_eq!(
+            merge_uninformative(&g, 0.0),
+            vec![0, 1, 2],
+            "0 merges nothing"
+        );
+        assert_eq!(merge_uninformative(&g, 10.0), vec![0, 0, 0]);
+        // Equal means, very different spreads: a narrow group is worth its own stream.
+        let g = [mom(100.0, 14.6, 0.2), mom(300.0, 14.8, 2.3)];
+        assert_eq!(merge_uninformative(&g, 0.05), vec![0, 1]);
+        // The same narrow group as a sliver of the samples is not.
+        let g = [mom(1.0, 14.6, 0.2), mom(3000.0, 14.8, 2.3)];
+        assert_eq!(merge_uninformative(&g, 0.05), vec![0, 0]);
+        // The least informative pair goes first: (4, 4.5) before (0, 4.25).
+        let g = [
+            mom(10.0, 0.0, 2.0),
+            mom(10.0, 4.0, 2.0),
+            mom(10.0, 4.5, 2.0),
+        ];
+        assert_eq!(merge_uninformative(&g, 0.05), vec![0, 1, 1]);
+        // Identical point masses merge; a group without samples is never merged.
+        let g = [mom(5.0, 3.0, 0.0), mom(5.0, 3.0, 0.0), mom(5.0, 4.0, 0.0)];
+        assert_eq!(merge_uninformative(&g, 0.05), vec![0, 0, 1]);
+        let g = [mom(5.0, 3.0, 1.0), Moments::default(), mom(5.0, 3.1, 1.0)];
+        assert_eq!(merge_uninformative(&g, 0.05), vec![0, 1, 2]);
+        assert!(merge_uninformative(&[], 0.05).is_empty());
     }
 }

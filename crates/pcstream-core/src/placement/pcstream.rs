@@ -12,12 +12,17 @@
 //! selected; a victim's copies all go to one place, so the GC reserve is one unit). With `all`
 //! every stream's survivors go to its own substream (the FTL's `substream` mode, N more open
 //! units), which costs space where lifetimes do not vary (memoryless overwrites).
+//! Streams are not free: each holds an open unit, space GC then lacks. After clustering,
+//! adjacent clusters whose split says little about their pages' log2 lifetimes (Gaussian
+//! log-likelihood gain below `min_gain` nats per lifetime sample, `cluster::merge_uninformative`)
+//! share a stream; a single cluster left whose lifetimes look like those of stream 0's data
+//! (PC 0 and PCs still unknown) by the same test shares stream 0, baseline's layout.
 //! Source: Kim et al., "PCStream: Automatic Stream Allocation Using Program Contexts",
 //! HotStorage'18, and "Fully Automatic Stream Management for Multi-Streamed SSDs Using Program
 //! Contexts", FAST'19.
 //! What it sees: PC, lifetime feedback (old version's write time and PC); `high_variance` also
 //! the GC victim's write point.
-//! State: per PC one `PcEntry` (56 B) + its hash index slot; K centroids. The per-page write
+//! State: per PC one `PcEntry` (72 B) + its hash index slot; K centroids. The per-page write
 //! time/PC the feedback needs are the simulator's page metadata (13 B per physical page).
 //! Persistent table: `save_state`/`load_state` as JSON (signatures as decimal strings, lifetime
 //! stats, stream ids, centroids); loading reclusters at once.
@@ -30,7 +35,7 @@
 //! `lifetime` (default) | `first_come` (the bdbm prototype: a PC seen more than
 //! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:
 //! `substream_policy` = `high_variance` | `all`, `substreams` (M = 2), `hv_min_n` (32),
-//! `hv_cv` (1.0).
+//! `hv_cv` (1.0); for both `min_gain` (0.02; 0 keeps every cluster in a stream of its own).
 //! Deviations: lifetime statistics are cumulative
 //! (unless `stat_decay`); never-invalidated data contribute nothing (right-censoring, as in the
 //! paper); PC 0 (unknown context) always goes to stream 0.
@@ -39,7 +44,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::cluster::{agglomerative_1d, kmeans_1d, nearest};
+use super::cluster::{
+    agglomerative_1d, kmeans_1d, merge_uninformative, nearest, split_gain, Moments,
+};
 use super::{Attrs, GcMode, Invalidation, PageInfo, Placement, PolicyCtx, RequestInfo, WriteInfo};
 use crate::error::SimError;
 use crate::units::{LogicalTime, StreamId};
@@ -54,6 +61,12 @@ struct PcEntry {
     /// Σℓ and Σℓ² in host pages.
     sum_l: u64,
     sum_l2: f64,
+    /// Σ log2 ℓ and Σ (log2 ℓ)² (ℓ ≥ 1): the spread of this PC's lifetimes on the clustering's
+    /// scale, which decides whether two clusters are worth two streams.
+    #[serde(default)]
+    sum_lg: f64,
+    #[serde(default)]
+    sum_lg2: f64,
     stream: u8,
     /// Placed by the last clustering or by nearest centroid since (else stream 0).
     #[serde(skip)]
@@ -83,6 +96,14 @@ impl PcEntry {
     fn mean(&self) -> f64 {
         self.sum_l as f64 / self.n as f64
     }
+    /// Count and moments of the log2 lifetimes.
+    fn moments(&self) -> Moments {
+        Moments {
+            n: self.n as f64,
+            s1: self.sum_lg,
+            s2: self.sum_lg2,
+        }
+    }
     /// Coefficient of variation of the lifetimes (0 if undefined).
     fn cv(&self) -> f64 {
         if self.n == 0 || self.sum_l == 0 {
@@ -109,6 +130,9 @@ enum Substreams {
     HighVariance,
 }
 
+/// Default `min_gain`: see docs/POLICIES.md for how it was chosen.
+const DEFAULT_MIN_GAIN: f64 = 0.02;
+
 pub struct PcStream {
     // Fixed at construction.
     name: &'static str,
@@ -123,7 +147,16 @@ pub struct PcStream {
     max_substreams: usize,
     hv_min_n: u64,
     hv_cv: f64,
+    /// Adjacent clusters whose split tells less than this (nats per lifetime sample, see
+    /// `cluster::merge_uninformative`) about their pages' log2 lifetimes share a stream (0: never
+    /// merge).
+    min_gain: f64,
     // Learned.
+    /// Stream of the first centroid: 1, or 0 when one cluster is left and its lifetimes look
+    /// like stream 0's.
+    first_stream: u8,
+    /// Log2 lifetimes of PC 0's pages (unknown context: always stream 0).
+    pc0: Moments,
     index: HashMap<u64, u32>,
     pcs: Vec<PcEntry>,
     centroids: Vec<f64>,
@@ -161,6 +194,12 @@ impl PcStream {
         let assign: String = ctx.param("pc_assign", "lifetime".to_string())?;
         let first_come_writes: u64 = ctx.param("first_come_writes", 1000)?;
         let max_pcs: usize = ctx.param("max_pcs", 1usize << 20)?;
+        let min_gain: f64 = ctx.param("min_gain", DEFAULT_MIN_GAIN)?;
+        if !(min_gain.is_finite() && min_gain >= 0.0) {
+            return Err(SimError::BadParam(format!(
+                "min_gain={min_gain}: use a number ≥ 0 (0 keeps every cluster)"
+            )));
+        }
         let (substreams, max_substreams, hv_min_n, hv_cv) = if full {
             let p: String = ctx.param("substream_policy", "high_variance".to_string())?;
             let s = match p.as_str() {
@@ -228,6 +267,9 @@ impl PcStream {
             max_substreams,
             hv_min_n,
             hv_cv,
+            min_gain,
+            first_stream: 1,
+            pc0: Moments::default(),
             index: HashMap::new(),
             pcs: Vec::new(),
             centroids: Vec::new(),
@@ -262,6 +304,8 @@ impl PcStream {
             n: 0,
             sum_l: 0,
             sum_l2: 0.0,
+            sum_lg: 0.0,
+            sum_lg2: 0.0,
             stream: 0,
             clustered: false,
             writes: 0,
@@ -355,16 +399,45 @@ impl PcStream {
         } else {
             kmeans_1d(&x, k)
         };
+        // Clusters whose pages' lifetimes overlap are not worth two streams: each stream holds an
+        // open unit, space that GC then lacks, and mixing two such clusters costs nothing more
+        // than the spread inside each already does.
+        let mut moments = vec![Moments::default(); c.centroids.len()];
+        for (&(_, _, i), &g) in known.iter().zip(&c.labels) {
+            moments[g as usize] = moments[g as usize].add(self.pcs[i].moments());
+        }
+        let merged = merge_uninformative(&moments, self.min_gain);
+        let groups = merged.last().map_or(0, |&m| m as usize + 1);
+        let mut sums = vec![(0.0f64, 0usize); groups];
         for e in &mut self.pcs {
             e.clustered = false;
             e.stream = 0;
         }
-        for (&(_, _, i), &g) in known.iter().zip(&c.labels) {
+        // One group left: if its pages' lifetimes look like those of the data that stays in
+        // stream 0 (PC 0 and the PCs still unknown), a stream of its own would only hold a
+        // second unit open beside stream 0's; it shares stream 0, baseline's layout. Decided
+        // from the first clustering on, before a second unit is ever opened. Stream 0's data
+        // with no lifetime yet (e.g. written once) counts as unlike anything.
+        let lone = groups == 1 && {
+            let zero = self
+                .pcs
+                .iter()
+                .filter(|e| e.n < self.n_min)
+                .fold(self.pc0, |m, e| m.add(e.moments()));
+            let all = moments.iter().fold(Moments::default(), |a, &b| a.add(b));
+            split_gain(&zero, &all) / (zero.n + all.n) < self.min_gain
+        };
+        let first = if lone { 0 } else { 1 };
+        self.first_stream = first;
+        for (&(x, _, i), &g) in known.iter().zip(&c.labels) {
+            let m = merged[g as usize];
             let e = &mut self.pcs[i];
-            e.stream = g as u8 + 1;
+            e.stream = m as u8 + first;
             e.clustered = true;
+            sums[m as usize].0 += x;
+            sums[m as usize].1 += 1;
         }
-        self.centroids = c.centroids;
+        self.centroids = sums.iter().map(|&(s, n)| s / n as f64).collect();
         if self.substreams == Substreams::HighVariance {
             // Pages of high-variance PCs per stream since the last reclustering.
             let mut pages = vec![0u64; self.host_streams as usize];
@@ -400,7 +473,16 @@ impl PcStream {
                 e.n /= 2;
                 e.sum_l /= 2;
                 e.sum_l2 /= 2.0;
+                e.sum_lg /= 2.0;
+                e.sum_lg2 /= 2.0;
             }
+        }
+        if self.stat_decay {
+            self.pc0 = Moments {
+                n: self.pc0.n / 2.0,
+                s1: self.pc0.s1 / 2.0,
+                s2: self.pc0.s2 / 2.0,
+            };
         }
     }
 
@@ -436,7 +518,7 @@ impl PcStream {
             }
             if let Some(g) = nearest(&self.centroids, x) {
                 let e = &mut self.pcs[i];
-                e.stream = g as u8 + 1;
+                e.stream = g as u8 + self.first_stream;
                 e.clustered = true;
             }
         }
@@ -487,7 +569,13 @@ impl Placement for PcStream {
         let (Some(l), sig) = (inv.lifetime(), inv.pc.0) else {
             return;
         };
+        let lg = (l.max(1) as f64).log2();
         if sig == 0 {
+            self.pc0 = self.pc0.add(Moments {
+                n: 1.0,
+                s1: lg,
+                s2: lg * lg,
+            });
             return;
         }
         if let Some(&i) = self.index.get(&sig) {
@@ -495,6 +583,8 @@ impl Placement for PcStream {
             e.n += 1;
             e.sum_l = e.sum_l.saturating_add(l);
             e.sum_l2 += (l as f64) * (l as f64);
+            e.sum_lg += lg;
+            e.sum_lg2 += lg * lg;
             if e.n == self.n_min && !e.clustered && self.first_come.is_none() {
                 let m = e.mean().max(1.0);
                 if self.fits_no_cluster(m) {

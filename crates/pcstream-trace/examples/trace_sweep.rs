@@ -1,0 +1,126 @@
+//! WAF of chosen policies on block traces, each against `baseline`: the check that a policy
+//! is never (much) worse than one stream, over the bundled suite or any set of traces.
+//!
+//! ```text
+//! cargo run --release -p pcstream-trace --example trace_sweep -- [--ssd paper|FILE.toml]
+//!     [--policy P]... [--param KEY=VALUE]... TRACE.parquet...
+//! ```
+//! Default policies: `pcstream-star` and `pcstream`. `--param` goes to every policy but
+//! `baseline`. Prints one line per trace: baseline WAF, each policy's WAF and its ratio to
+//! baseline; at the end the worst ratio of each policy. No warm-up, no timing (as `compare`
+//! runs the bundled suite, whose traces carry their aged state).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use pcstream_core::config::SsdConfig;
+use pcstream_core::SimOptions;
+use pcstream_trace::run_trace;
+
+struct Args {
+    ssd: SsdConfig,
+    policies: Vec<String>,
+    params: BTreeMap<String, String>,
+    traces: Vec<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut ssd = SsdConfig::preset("paper").map_err(|e| e.to_string())?;
+    let mut policies = Vec::new();
+    let mut params = BTreeMap::new();
+    let mut traces = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut val = || it.next().ok_or(format!("{k} needs a value"));
+        match k.as_str() {
+            "--ssd" => {
+                let v = val()?;
+                ssd = match SsdConfig::preset(&v) {
+                    Ok(c) => c,
+                    Err(_) => {
+                        let text = std::fs::read_to_string(&v).map_err(|e| format!("{v}: {e}"))?;
+                        SsdConfig::from_toml(&v, &text).map_err(|e| format!("{v}: {e}"))?
+                    }
+                };
+            }
+            "--policy" => policies.push(val()?),
+            "--param" => {
+                let v = val()?;
+                let (a, b) = v
+                    .split_once('=')
+                    .ok_or(format!("--param {v}: use KEY=VALUE"))?;
+                params.insert(a.to_string(), b.to_string());
+            }
+            _ if k.starts_with("--") => {
+                return Err(format!(
+                    "unknown option '{k}'; use --ssd, --policy, --param"
+                ))
+            }
+            _ => traces.push(PathBuf::from(k)),
+        }
+    }
+    if policies.is_empty() {
+        policies = vec!["pcstream-star".into(), "pcstream".into()];
+    }
+    if traces.is_empty() {
+        return Err("no traces given".into());
+    }
+    Ok(Args {
+        ssd,
+        policies,
+        params,
+        traces,
+    })
+}
+
+fn waf(a: &Args, trace: &PathBuf, policy: &str) -> Result<f64, String> {
+    let opts = SimOptions {
+        policy: policy.into(),
+        timing: false,
+        params: if policy == "baseline" {
+            BTreeMap::new()
+        } else {
+            a.params.clone()
+        },
+        trace_name: trace.display().to_string(),
+        ..SimOptions::default()
+    };
+    run_trace(trace, &a.ssd, opts, None, &mut |_, _| true)
+        .map(|r| r.waf)
+        .map_err(|e| format!("{} / {policy}: {e}", trace.display()))
+}
+
+fn main() -> ExitCode {
+    let run = || -> Result<(), String> {
+        let a = parse_args()?;
+        let mut worst = vec![(0.0f64, String::new()); a.policies.len()];
+        for t in &a.traces {
+            let base = waf(&a, t, "baseline")?;
+            let name = t
+                .file_name()
+                .map_or(String::new(), |n| n.to_string_lossy().into());
+            let mut line = format!("{name:>34} baseline {base:.3}");
+            for (i, p) in a.policies.iter().enumerate() {
+                let w = waf(&a, t, p)?;
+                let r = w / base;
+                line += &format!("  {p} {w:.3} ({r:.3})");
+                if r > worst[i].0 {
+                    worst[i] = (r, name.clone());
+                }
+            }
+            println!("{line}");
+        }
+        for (p, (r, t)) in a.policies.iter().zip(&worst) {
+            println!("worst {p}: {r:.3} × baseline on {t}");
+        }
+        Ok(())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
