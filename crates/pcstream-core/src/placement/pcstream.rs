@@ -157,6 +157,8 @@ pub struct PcStream {
     first_stream: u8,
     /// Log2 lifetimes of PC 0's pages (unknown context: always stream 0).
     pc0: Moments,
+    /// Groups the last k-means formed, before merging.
+    kmeans_groups: usize,
     index: HashMap<u64, u32>,
     pcs: Vec<PcEntry>,
     centroids: Vec<f64>,
@@ -270,6 +272,7 @@ impl PcStream {
             min_gain,
             first_stream: 1,
             pc0: Moments::default(),
+            kmeans_groups: 0,
             index: HashMap::new(),
             pcs: Vec::new(),
             centroids: Vec::new(),
@@ -340,7 +343,10 @@ impl PcStream {
     /// True when streams are still unused and mean lifetime `m` is more than 2× off every
     /// centroid (a PC that deserves a stream of its own).
     fn fits_no_cluster(&self, m: f64) -> bool {
-        self.centroids.len() < (self.host_streams - 1) as usize
+        // Streams are free when k-means found fewer groups than it may form, not when merging
+        // left fewer: merged clusters stay merged, and reclustering for every new PC would cost
+        // a full clustering per check.
+        self.kmeans_groups < (self.host_streams - 1) as usize
             && self.centroids.iter().all(|&c| {
                 let c = if self.log2 { c } else { c.max(1.0).log2() };
                 (m.log2() - c).abs() > 1.0
@@ -438,6 +444,7 @@ impl PcStream {
             sums[m as usize].1 += 1;
         }
         self.centroids = sums.iter().map(|&(s, n)| s / n as f64).collect();
+        self.kmeans_groups = c.centroids.len();
         if self.substreams == Substreams::HighVariance {
             // Pages of high-variance PCs per stream since the last reclustering.
             let mut pages = vec![0u64; self.host_streams as usize];
