@@ -11,7 +11,7 @@
 //! runs the bundled suite, whose traces carry their aged state).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use pcstream_core::config::SsdConfig;
@@ -74,7 +74,7 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
-fn waf(a: &Args, trace: &PathBuf, policy: &str) -> Result<f64, String> {
+fn waf(a: &Args, trace: &Path, policy: &str) -> Result<f64, String> {
     let opts = SimOptions {
         policy: policy.into(),
         timing: false,

@@ -193,14 +193,18 @@ pub struct Moments {
     pub s2: f64,
 }
 
-impl Moments {
-    pub fn add(self, o: Moments) -> Moments {
+impl std::ops::Add for Moments {
+    type Output = Moments;
+    fn add(self, o: Moments) -> Moments {
         Moments {
             n: self.n + o.n,
             s1: self.s1 + o.s1,
             s2: self.s2 + o.s2,
         }
     }
+}
+
+impl Moments {
     fn mean(&self) -> f64 {
         self.s1 / self.n
     }
@@ -227,7 +231,7 @@ pub fn split_gain(a: &Moments, b: &Moments) -> f64 {
         return f64::INFINITY;
     }
     let sd = |m: &Moments| (m.var() + RESOLUTION * RESOLUTION).sqrt();
-    let m = sd(&a.add(*b));
+    let m = sd(&(*a + *b));
     (a.n * (m / sd(a)).ln() + b.n * (m / sd(b)).ln()).max(0.0)
 }
 
@@ -250,7 +254,7 @@ pub fn merge_uninformative(groups: &[Moments], min_gain: f64) -> Vec<u32> {
             break;
         }
         let right = merged.remove(i + 1).0;
-        merged[i].0 = merged[i].0.add(right);
+        merged[i].0 = merged[i].0 + right;
     }
     let mut of = vec![0u32; groups.len()];
     for (m, w) in merged.iter().enumerate() {

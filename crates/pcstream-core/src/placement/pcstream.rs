@@ -410,7 +410,7 @@ impl PcStream {
         // than the spread inside each already does.
         let mut moments = vec![Moments::default(); c.centroids.len()];
         for (&(_, _, i), &g) in known.iter().zip(&c.labels) {
-            moments[g as usize] = moments[g as usize].add(self.pcs[i].moments());
+            moments[g as usize] = moments[g as usize] + self.pcs[i].moments();
         }
         let merged = merge_uninformative(&moments, self.min_gain);
         let groups = merged.last().map_or(0, |&m| m as usize + 1);
@@ -429,8 +429,8 @@ impl PcStream {
                 .pcs
                 .iter()
                 .filter(|e| e.n < self.n_min)
-                .fold(self.pc0, |m, e| m.add(e.moments()));
-            let all = moments.iter().fold(Moments::default(), |a, &b| a.add(b));
+                .fold(self.pc0, |m, e| m + e.moments());
+            let all = moments.iter().fold(Moments::default(), |a, &b| a + b);
             split_gain(&zero, &all) / (zero.n + all.n) < self.min_gain
         };
         let first = if lone { 0 } else { 1 };
@@ -578,11 +578,12 @@ impl Placement for PcStream {
         };
         let lg = (l.max(1) as f64).log2();
         if sig == 0 {
-            self.pc0 = self.pc0.add(Moments {
-                n: 1.0,
-                s1: lg,
-                s2: lg * lg,
-            });
+            self.pc0 = self.pc0
+                + Moments {
+                    n: 1.0,
+                    s1: lg,
+                    s2: lg * lg,
+                };
             return;
         }
         if let Some(&i) = self.index.get(&sig) {
