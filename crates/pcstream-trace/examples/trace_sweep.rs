@@ -3,12 +3,13 @@
 //!
 //! ```text
 //! cargo run --release -p pcstream-trace --example trace_sweep -- [--ssd paper|FILE.toml]
-//!     [--policy P]... [--param KEY=VALUE]... TRACE.parquet...
+//!     [--policy P]... [--param KEY=VALUE]... [--warmup PAGES] TRACE.parquet...
 //! ```
 //! Default policies: `pcstream-star` and `pcstream`. `--param` goes to every policy but
 //! `baseline`. Prints one line per trace: baseline WAF, each policy's WAF and its ratio to
-//! baseline; at the end the worst ratio of each policy. No warm-up, no timing (as `compare`
-//! runs the bundled suite, whose traces carry their aged state).
+//! baseline; at the end the worst ratio of each policy. No timing; no warm-up unless given (as
+//! `compare` runs the bundled suite, whose traces carry their aged state; `gen lsm` traces are
+//! measured after 400000 pages, as `examples/lsm_grid.rs` does).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ struct Args {
     ssd: SsdConfig,
     policies: Vec<String>,
     params: BTreeMap<String, String>,
+    warmup: u64,
     traces: Vec<PathBuf>,
 }
 
@@ -30,6 +32,7 @@ fn parse_args() -> Result<Args, String> {
     let mut policies = Vec::new();
     let mut params = BTreeMap::new();
     let mut traces = Vec::new();
+    let mut warmup = 0;
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or(format!("{k} needs a value"));
@@ -45,6 +48,10 @@ fn parse_args() -> Result<Args, String> {
                 };
             }
             "--policy" => policies.push(val()?),
+            "--warmup" => {
+                let v = val()?;
+                warmup = v.parse().map_err(|e| format!("--warmup {v}: {e}"))?;
+            }
             "--param" => {
                 let v = val()?;
                 let (a, b) = v
@@ -54,7 +61,7 @@ fn parse_args() -> Result<Args, String> {
             }
             _ if k.starts_with("--") => {
                 return Err(format!(
-                    "unknown option '{k}'; use --ssd, --policy, --param"
+                    "unknown option '{k}'; use --ssd, --policy, --param, --warmup"
                 ))
             }
             _ => traces.push(PathBuf::from(k)),
@@ -70,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
         ssd,
         policies,
         params,
+        warmup,
         traces,
     })
 }
@@ -84,6 +92,7 @@ fn waf(a: &Args, trace: &Path, policy: &str) -> Result<f64, String> {
             a.params.clone()
         },
         trace_name: trace.display().to_string(),
+        warmup: a.warmup,
         ..SimOptions::default()
     };
     run_trace(trace, &a.ssd, opts, None, &mut |_, _| true)

@@ -56,7 +56,13 @@ fn every_column_and_key_round_trips_for_any_row_group_size() {
     let rows = sample_rows(20_001);
     let meta = sample_meta();
     for group in [1usize, 7, 1000, 16_384, 1 << 20] {
-        let rows = if group == 1 { &rows[..1001] } else { &rows[..] };
+        // Small groups on a prefix: thousands of row groups cost minutes in a debug build and
+        // test nothing that a few hundred do not.
+        let rows = match group {
+            1 => &rows[..1001],
+            7 => &rows[..3001],
+            _ => &rows[..],
+        };
         let path = dir.path().join(format!("t{group}.parquet"));
         assert_eq!(write(&path, rows, &meta, group), rows.len() as u64);
         let r = BlockTraceReader::open(&path).unwrap();

@@ -38,7 +38,7 @@ impl Oracle {
             }
         };
         let base: f64 = ctx.param("base", ctx.unit_pages as f64 / 2.0)?;
-        let ratio: f64 = ctx.param("ratio", 4.0)?;
+        let ratio: f64 = ctx.param("ratio", CLASS_RATIO)?;
         if !(base >= 1.0 && ratio > 1.0) {
             return Err(SimError::BadParam(format!(
                 "base={base}, ratio={ratio}: need base ≥ 1 and ratio > 1"
@@ -63,16 +63,26 @@ impl Oracle {
         let c = if self.linear {
             (r / self.unit_pages).min(last as u64) as u32
         } else {
-            let mut c = 0u32;
-            let mut b = self.base;
-            while c < last && r as f64 >= b {
-                c += 1;
-                b *= self.ratio;
-            }
-            c
+            geometric_class(r, self.base, self.ratio, last)
         };
         StreamId(c as u8)
     }
+}
+
+/// Default ratio between the boundaries of adjacent geometric classes.
+pub const CLASS_RATIO: f64 = 4.0;
+
+/// Class `0..=last` of a span `r` (in pages) on geometric boundaries `base · ratio^i`: class
+/// `c` holds `base·ratio^(c−1) ≤ r < base·ratio^c`, the last one everything beyond.
+pub fn geometric_class(r: u64, base: f64, ratio: f64, last: u32) -> u32 {
+    debug_assert!(base >= 1.0 && ratio > 1.0);
+    let mut c = 0u32;
+    let mut b = base;
+    while c < last && r as f64 >= b {
+        c += 1;
+        b *= ratio;
+    }
+    c
 }
 
 impl Placement for Oracle {

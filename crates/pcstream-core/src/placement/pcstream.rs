@@ -11,7 +11,11 @@
 //! write points `host_streams + slot` (M slots; a stream keeps its slot while it stays
 //! selected; a victim's copies all go to one place, so the GC reserve is one unit). With `all`
 //! every stream's survivors go to its own substream (the FTL's `substream` mode, N more open
-//! units), which costs space where lifetimes do not vary (memoryless overwrites).
+//! units), which costs space where lifetimes do not vary (memoryless overwrites). With `age`
+//! every stream's survivors go by age (time since their host write) into M classes on the
+//! oracle's geometric boundaries (unit/2 · 4^i): SepBIT's rule for GC writes. `death` sorts them
+//! the same way by their true remaining lifetime (the oracle's pre-pass): not a device scheme but
+//! the bound of what placing GC copies can give (docs/POLICIES.md).
 //! Streams are not free: each holds an open unit, space GC then lacks. After clustering,
 //! adjacent clusters whose split says little about their pages' log2 lifetimes (Gaussian
 //! log-likelihood gain below `min_gain` nats per lifetime sample, `cluster::merge_uninformative`)
@@ -34,7 +38,8 @@
 //! `stat_decay` (false: halve n, Σℓ, Σℓ² at each reclustering when true), `pc_assign` =
 //! `lifetime` (default) | `first_come` (the bdbm prototype: a PC seen more than
 //! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:
-//! `substream_policy` = `high_variance` | `all`, `substreams` (M = 2), `hv_min_n` (32),
+//! `substream_policy` = `high_variance` | `all` | `age` | `death`, `substreams` (M = 2;
+//! 1 ..= N − 1 for every policy but `all`), `hv_min_n` (32),
 //! `hv_cv` (1.0); for both `min_gain` (0.02; 0 keeps every cluster in a stream of its own).
 //! Deviations: lifetime statistics are cumulative
 //! (unless `stat_decay`); never-invalidated data contribute nothing (right-censoring, as in the
@@ -47,9 +52,10 @@ use serde::{Deserialize, Serialize};
 use super::cluster::{
     agglomerative_1d, kmeans_1d, merge_uninformative, nearest, split_gain, Moments,
 };
+use super::oracle::{geometric_class, CLASS_RATIO};
 use super::{Attrs, GcMode, Invalidation, PageInfo, Placement, PolicyCtx, RequestInfo, WriteInfo};
 use crate::error::SimError;
-use crate::units::{LogicalTime, StreamId};
+use crate::units::{LogicalTime, StreamId, NEVER};
 
 /// One PC-stream table entry.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -128,6 +134,20 @@ enum Substreams {
     None,
     All,
     HighVariance,
+    /// Every stream's survivors by age (time since the host write) into the M slots.
+    Age,
+    /// Every stream's survivors by remaining lifetime into the M slots (needs death times).
+    Death,
+}
+
+impl Substreams {
+    /// The policy places GC copies into its own M internal write points.
+    fn policy_slots(self) -> bool {
+        matches!(
+            self,
+            Substreams::HighVariance | Substreams::Age | Substreams::Death
+        )
+    }
 }
 
 /// Default `min_gain`: see docs/POLICIES.md for how it was chosen.
@@ -178,6 +198,8 @@ pub struct PcStream {
     max_pcs: usize,
     hand: usize,
     evictions: u64,
+    /// `age` / `death`: the first class boundary (half a unit, in pages).
+    class_base: f64,
 }
 
 impl PcStream {
@@ -207,9 +229,11 @@ impl PcStream {
             let s = match p.as_str() {
                 "all" => Substreams::All,
                 "high_variance" => Substreams::HighVariance,
+                "age" => Substreams::Age,
+                "death" => Substreams::Death,
                 o => {
                     return Err(SimError::BadParam(format!(
-                        "substream_policy={o}: use all or high_variance"
+                        "substream_policy={o}: use high_variance, all, age or death"
                     )))
                 }
             };
@@ -225,9 +249,7 @@ impl PcStream {
         if n_min == 0 || period == 0 {
             return Err(SimError::BadParam("n_min and period must be ≥ 1".into()));
         }
-        if substreams == Substreams::HighVariance
-            && !(1..ctx.host_streams as usize).contains(&max_substreams)
-        {
+        if substreams.policy_slots() && !(1..ctx.host_streams as usize).contains(&max_substreams) {
             return Err(SimError::BadParam(format!(
                 "substreams={max_substreams}: use 1 ..= {} (host streams − 1)",
                 ctx.host_streams - 1
@@ -285,6 +307,7 @@ impl PcStream {
             max_pcs,
             hand: 0,
             evictions: 0,
+            class_base: (ctx.unit_pages as f64 / 2.0).max(1.0),
         })
     }
 
@@ -539,29 +562,33 @@ impl Placement for PcStream {
     }
     fn sees(&self) -> Attrs {
         let a = Attrs::PC.union(Attrs::LIFETIME);
-        if self.substreams == Substreams::HighVariance {
-            a.union(Attrs::GC_INFO)
-        } else {
-            a
+        match self.substreams {
+            Substreams::HighVariance | Substreams::Age => a.union(Attrs::GC_INFO),
+            Substreams::Death => a.union(Attrs::GC_INFO).union(Attrs::DEATH),
+            Substreams::None | Substreams::All => a,
         }
     }
     fn gc_mode(&self) -> GcMode {
         match self.substreams {
             Substreams::None => GcMode::SameStream,
             Substreams::All => GcMode::Substream,
-            Substreams::HighVariance => GcMode::Policy,
+            Substreams::HighVariance | Substreams::Age | Substreams::Death => GcMode::Policy,
         }
     }
     fn internal_write_points(&self) -> u32 {
-        if self.substreams == Substreams::HighVariance {
+        if self.substreams.policy_slots() {
             self.max_substreams as u32
         } else {
             0
         }
     }
     fn gc_fanout(&self) -> Option<u32> {
-        // A victim's survivors all go to one place: its stream's substream slot, or back.
-        Some(1)
+        // `high_variance`: a victim's survivors all go to one place, its stream's substream slot
+        // or back; `age` and `death` spread them over every class.
+        match self.substreams {
+            Substreams::Age | Substreams::Death => Some(self.max_substreams as u32),
+            _ => Some(1),
+        }
     }
     fn on_request(&mut self, req: &RequestInfo, _now: LogicalTime) {
         // One table lookup per request: every page of a request has the same PC.
@@ -601,13 +628,26 @@ impl Placement for PcStream {
             }
         }
     }
-    fn gc_destination(&mut self, p: &PageInfo, _now: LogicalTime) -> StreamId {
+    fn gc_destination(&mut self, p: &PageInfo, now: LogicalTime) -> StreamId {
         let hs = self.host_streams as u8;
-        // Substream blocks keep their survivors; a main stream's go to its substream if selected.
-        match self.sub.get(p.victim_wp as usize) {
-            Some(&Some(k)) => StreamId(hs + k),
-            _ => StreamId(p.victim_wp),
-        }
+        let last = self.max_substreams as u32 - 1;
+        // Data of the aged state (no host write time) and data that never dies: the oldest class.
+        let span = match self.substreams {
+            Substreams::Age => p.t_write.map(|t| now.0.saturating_sub(t.0)),
+            Substreams::Death => (p.death != NEVER).then(|| p.death.saturating_sub(now.0)),
+            _ => {
+                // Substream blocks keep their survivors; a main stream's go to its substream if
+                // selected.
+                return match self.sub.get(p.victim_wp as usize) {
+                    Some(&Some(k)) => StreamId(hs + k),
+                    _ => StreamId(p.victim_wp),
+                };
+            }
+        };
+        let c = span.map_or(last, |r| {
+            geometric_class(r, self.class_base, CLASS_RATIO, last)
+        });
+        StreamId(hs + c as u8)
     }
     fn tick_period(&self) -> Option<u64> {
         Some((self.period / 16).max(1))
