@@ -1,7 +1,8 @@
 //! Cost per write of every policy, engine only (`make bench`): `paper` preset, prefilled, a
 //! 10 M-request mix of 1-page writes over a hot/cold skew (80 % of writes to 20 % of the LPNs),
 //! each from one of 10,000 program contexts (PC = LPN band), 1/64 of requests trims, so learned
-//! tables are large. Prints, per policy (median of 3 runs of the whole simulation, the oracle's
+//! tables are large. Prints, per policy (median of 3 runs of the whole simulation, in rounds
+//! that run every policy once, the oracle's
 //! death-time pre-pass included; thread CPU time, so a busy machine skews it less): WAF, ns per
 //! host page written (what a user waits for),
 //! ns per page operation (host + GC copies: the simulator's speed, independent of how much GC
@@ -19,6 +20,9 @@ fn cpu_seconds(wall: std::time::Instant) -> f64 {
         .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
         .map_or_else(|| wall.elapsed().as_secs_f64(), |ns| ns as f64 * 1e-9)
 }
+
+/// Runs of each policy; the median is shown.
+const ROUNDS: usize = 3;
 
 fn main() {
     let cfg = SsdConfig::preset("paper").expect("preset");
@@ -48,51 +52,61 @@ fn main() {
         })
         .collect();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let names: Vec<&str> = if args.is_empty() {
+    let mut names: Vec<&str> = if args.is_empty() {
         registry::names()
     } else {
         args.iter().map(|s| s.as_str()).collect()
     };
+    // The ratios are to `baseline`, measured in the same rounds.
+    if !names.contains(&"baseline") {
+        names.insert(0, "baseline");
+    }
     let host_pages = reqs.iter().filter(|r| r.op == 0).count() as f64;
     let mut base = None;
     println!(
         "{:16} {:>6}  {:>13}  {:>9}  {:>12}  {:>9}  state",
         "policy", "WAF", "ns/host page", "×baseline", "ns/page op", "×baseline"
     );
-    for name in names {
-        // Median of 3 runs of the whole simulation (the oracle's death-time pre-pass included).
-        let mut runs: Vec<(f64, f64, f64, usize)> = (0..3)
-            .map(|_| {
-                let o = SimOptions {
-                    policy: name.into(),
-                    prefill: 1.0,
-                    ..Default::default()
-                };
-                let wall = std::time::Instant::now();
-                let t0 = cpu_seconds(wall);
-                let mut sim = Simulator::new(&cfg, o).expect("sim");
-                if sim.needs_death_times() {
-                    let mut pass = sim.death_pass();
-                    pass.feed_batch(&reqs);
-                    sim.set_death_times(pass.finish());
-                }
-                sim.start().expect("start");
-                for chunk in reqs.chunks(65536) {
-                    sim.feed(chunk).expect("feed");
-                }
-                let r = sim.finish();
-                let s = cpu_seconds(wall) - t0;
-                let ops = host_pages + r.gc_pages as f64;
-                (
-                    1e9 * s / host_pages,
-                    1e9 * s / ops,
-                    r.waf,
-                    r.policy_state_bytes,
-                )
-            })
-            .collect();
+    // Three rounds, each running every policy once, so that a machine slowing down or speeding
+    // up during the minutes this takes shifts every policy alike, not the later ones only.
+    let run = |name: &str| {
+        let o = SimOptions {
+            policy: name.into(),
+            prefill: 1.0,
+            ..Default::default()
+        };
+        let wall = std::time::Instant::now();
+        let t0 = cpu_seconds(wall);
+        let mut sim = Simulator::new(&cfg, o).expect("sim");
+        if sim.needs_death_times() {
+            let mut pass = sim.death_pass();
+            pass.feed_batch(&reqs);
+            sim.set_death_times(pass.finish());
+        }
+        sim.start().expect("start");
+        for chunk in reqs.chunks(65536) {
+            sim.feed(chunk).expect("feed");
+        }
+        let r = sim.finish();
+        let s = cpu_seconds(wall) - t0;
+        let ops = host_pages + r.gc_pages as f64;
+        (
+            1e9 * s / host_pages,
+            1e9 * s / ops,
+            r.waf,
+            r.policy_state_bytes,
+        )
+    };
+    let mut all: Vec<Vec<(f64, f64, f64, usize)>> = vec![Vec::new(); names.len()];
+    for _ in 0..ROUNDS {
+        for (i, name) in names.iter().enumerate() {
+            all[i].push(run(name));
+        }
+    }
+    for (name, mut runs) in names.iter().zip(all) {
+        // Median of the rounds (the oracle's death-time pre-pass included).
         runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (ns, op_ns, waf, state) = runs[1];
+        let (ns, op_ns, waf, state) = runs[ROUNDS / 2];
         let (b_ns, b_op) = *base.get_or_insert((ns, op_ns));
         println!(
             "{name:16} {waf:6.3}  {ns:13.1}  {:8.2}×  {op_ns:12.1}  {:8.2}×  {state} B",

@@ -113,3 +113,29 @@ fn sorting_gc_copies_by_remaining_lifetime_cuts_the_waf_of_a_skewed_workload() {
     assert!(death < 0.92 * star, "death {death:.3} vs star {star:.3}");
     assert!(age < 0.92 * star, "age {age:.3} vs star {star:.3}");
 }
+
+#[test]
+fn a_victim_wide_destination_agrees_with_the_per_page_one() {
+    // The FTL asks `gc_victim_destination` once per victim and then skips `gc_destination`:
+    // both must give the same write point, and rules that look at each page must not answer.
+    for (name, params) in [
+        ("pcstream", vec![]),
+        ("pcstream", vec![("substreams", "3")]),
+        ("per-pc", vec![]),
+    ] {
+        let mut p = registry::build(name, &mut ctx(&params)).unwrap();
+        let wps = 4 + p.internal_write_points() as u8;
+        for wp in 0..wps {
+            let page = PageInfo {
+                victim_wp: wp,
+                ..copy(Some(5), 0)
+            };
+            let one = p.gc_destination(&page, LogicalTime(100));
+            assert_eq!(p.gc_victim_destination(wp), Some(one), "{name} wp {wp}");
+        }
+    }
+    for policy in ["age", "death"] {
+        let mut p = registry::build("pcstream", &mut ctx(&[("substream_policy", policy)])).unwrap();
+        assert_eq!(p.gc_victim_destination(1), None, "{policy}");
+    }
+}

@@ -54,6 +54,21 @@ impl Ftl {
         let base = victim.0 * unit_pages;
         let mut copied = 0u32;
         let mut remaining = self.units.valid[victim.0 as usize];
+        // A policy whose choice depends on the victim only answers once for all its copies.
+        let whole = if self.gc_mode == GcMode::Policy {
+            policy.gc_victim_destination(victim_wp).map(|s| {
+                assert!(
+                    (s.0 as usize) < self.wps.len(),
+                    "policy {} sent a victim's copies to write point {} of {}",
+                    policy.name(),
+                    s.0,
+                    self.wps.len()
+                );
+                s.0
+            })
+        } else {
+            None
+        };
         let mut off = 0u32;
         while remaining > 0 {
             debug_assert!(off < unit_pages);
@@ -63,7 +78,7 @@ impl Ftl {
             if off + COPY_AHEAD < unit_pages {
                 let ahead = Ppn(base + off + COPY_AHEAD);
                 self.map.prefetch_l2p_of_page(ahead);
-                if self.gc_mode == GcMode::Policy {
+                if self.gc_mode == GcMode::Policy && whole.is_none() {
                     let l = self.map.lpn_at(ahead);
                     if l != super::mapping::NONE {
                         policy.prefetch_gc(l as u64);
@@ -72,15 +87,18 @@ impl Ftl {
             }
             let lpn = self.map.lpn_at(from);
             if lpn != super::mapping::NONE {
-                let dest = self.gc_dest(
-                    from,
-                    Lpn(lpn as u64),
-                    victim,
-                    victim_wp,
-                    victim_created,
-                    now,
-                    policy,
-                );
+                let dest = match whole {
+                    Some(d) => d,
+                    None => self.gc_dest(
+                        from,
+                        Lpn(lpn as u64),
+                        victim,
+                        victim_wp,
+                        victim_created,
+                        now,
+                        policy,
+                    ),
+                };
                 let to = self.alloc(dest, now);
                 self.map.relocate(from, to);
                 self.units.remove_valid(victim);

@@ -251,6 +251,13 @@ pub trait Placement: Send {
     fn gc_destination(&mut self, p: &PageInfo, _now: LogicalTime) -> StreamId {
         StreamId(p.victim_wp)
     }
+    /// `GcMode::Policy`: the write point of every copy out of a victim that was written by
+    /// write point `victim_wp`, when that alone decides (`None`: ask `gc_destination` per
+    /// page). Saves a call and a metadata read per copied page; must agree with
+    /// `gc_destination`.
+    fn gc_victim_destination(&mut self, _victim_wp: u8) -> Option<StreamId> {
+        None
+    }
     fn on_segment_reclaimed(&mut self, _r: &Reclaimed, _now: LogicalTime) {}
     /// Period in host pages between `tick` calls (`None`: never).
     fn tick_period(&self) -> Option<u64> {

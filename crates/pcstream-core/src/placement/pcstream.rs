@@ -45,7 +45,8 @@
 //! (unless `stat_decay`); never-invalidated data contribute nothing (right-censoring, as in the
 //! paper); PC 0 (unknown context) always goes to stream 0.
 
-use std::collections::HashMap;
+// No adversary picks the PC signatures: a fast non-keyed hasher is enough.
+use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -179,7 +180,7 @@ pub struct PcStream {
     pc0: Moments,
     /// Groups the last k-means formed, before merging.
     kmeans_groups: usize,
-    index: HashMap<u64, u32>,
+    index: FxHashMap<u64, u32>,
     pcs: Vec<PcEntry>,
     centroids: Vec<f64>,
     /// `high_variance`: which host streams currently send GC copies to their substream.
@@ -295,7 +296,7 @@ impl PcStream {
             first_stream: 1,
             pc0: Moments::default(),
             kmeans_groups: 0,
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             pcs: Vec::new(),
             centroids: Vec::new(),
             sub: vec![None; ctx.host_streams as usize],
@@ -516,6 +517,15 @@ impl PcStream {
         }
     }
 
+    /// `high_variance`: where the copies out of a victim of write point `victim_wp` go.
+    /// Substream units keep their survivors; a main stream's go to its substream if selected.
+    fn victim_destination(&self, victim_wp: u8) -> StreamId {
+        match self.sub.get(victim_wp as usize) {
+            Some(&Some(k)) => StreamId(self.host_streams as u8 + k),
+            _ => StreamId(victim_wp),
+        }
+    }
+
     /// Stream of one page written by table entry `i` (`None`: PC 0).
     fn decide(&mut self, i: Option<usize>) -> StreamId {
         let Some(i) = i else {
@@ -635,19 +645,15 @@ impl Placement for PcStream {
         let span = match self.substreams {
             Substreams::Age => p.t_write.map(|t| now.0.saturating_sub(t.0)),
             Substreams::Death => (p.death != NEVER).then(|| p.death.saturating_sub(now.0)),
-            _ => {
-                // Substream blocks keep their survivors; a main stream's go to its substream if
-                // selected.
-                return match self.sub.get(p.victim_wp as usize) {
-                    Some(&Some(k)) => StreamId(hs + k),
-                    _ => StreamId(p.victim_wp),
-                };
-            }
+            _ => return self.victim_destination(p.victim_wp),
         };
         let c = span.map_or(last, |r| {
             geometric_class(r, self.class_base, CLASS_RATIO, last)
         });
         StreamId(hs + c as u8)
+    }
+    fn gc_victim_destination(&mut self, victim_wp: u8) -> Option<StreamId> {
+        (self.substreams == Substreams::HighVariance).then(|| self.victim_destination(victim_wp))
     }
     fn tick_period(&self) -> Option<u64> {
         Some((self.period / 16).max(1))

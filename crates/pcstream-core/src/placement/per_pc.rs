@@ -17,7 +17,8 @@
 //! streams). W − 1 are for PCs, one for GC copies; W beyond what the device holds is refused.
 //! Deviations: none (it follows no paper); a PC's write point is fixed at its first write.
 
-use std::collections::HashMap;
+// No adversary picks the PC signatures: a fast non-keyed hasher is enough.
+use rustc_hash::FxHashMap;
 
 use super::{Attrs, GcMode, PageInfo, Placement, PolicyCtx, RequestInfo, WriteInfo};
 use crate::error::SimError;
@@ -32,7 +33,7 @@ pub struct PerPc {
     write_points: u32,
     gc: StreamId,
     /// The write point of each PC that has written.
-    table: HashMap<u64, u8>,
+    table: FxHashMap<u64, u8>,
     /// Next PC write point to hand out (1 ..= gc − 1; 0 is PC 0's).
     next: u8,
     /// Write point of the current request's PC (looked up once per request).
@@ -52,7 +53,7 @@ impl PerPc {
             host_streams: ctx.host_streams,
             write_points: w,
             gc: StreamId((w - 1) as u8),
-            table: HashMap::new(),
+            table: FxHashMap::default(),
             next: 1,
             current: StreamId(0),
         })
@@ -115,6 +116,9 @@ impl Placement for PerPc {
     }
     fn gc_destination(&mut self, _p: &PageInfo, _now: LogicalTime) -> StreamId {
         self.gc
+    }
+    fn gc_victim_destination(&mut self, _victim_wp: u8) -> Option<StreamId> {
+        Some(self.gc)
     }
     fn state_bytes(&self) -> usize {
         self.table.capacity() * (8 + 8)
