@@ -77,6 +77,11 @@ fn default_high() -> f64 {
     0.02
 }
 
+/// Longest read, program or erase latency a configuration may give (1 s): real NAND takes µs to
+/// ms. The die clocks add latencies in ns in 64 bits; this bound keeps any trace a machine can
+/// hold far from overflowing them.
+pub const MAX_LATENCY_US: f64 = 1e6;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Timing {
@@ -278,8 +283,16 @@ impl SsdConfig {
             ));
         }
         let t = &self.timing;
-        if !(t.read_us >= 0.0 && t.program_us > 0.0 && t.erase_us >= 0.0) || t.queue_depth == 0 {
-            return bad("timing: latencies must be ≥ 0 (program > 0) and queue_depth ≥ 1".into());
+        let ok = |us: f64| (0.0..=MAX_LATENCY_US).contains(&us);
+        if !(ok(t.read_us) && ok(t.program_us) && t.program_us > 0.0 && ok(t.erase_us))
+            || t.queue_depth == 0
+        {
+            return bad(format!(
+                "timing: read_us = {}, program_us = {}, erase_us = {}, queue_depth = {}: \
+                 latencies must be between 0 and {MAX_LATENCY_US} µs (program > 0) and \
+                 queue_depth ≥ 1",
+                t.read_us, t.program_us, t.erase_us, t.queue_depth
+            ));
         }
         self.validate_for(self.ftl.host_streams)
     }

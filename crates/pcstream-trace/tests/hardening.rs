@@ -184,6 +184,22 @@ fn overflowing_geometry_is_refused_and_huge_devices_checked_against_memory() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("exceeds the engine's limit"), "{e}");
+    // Latencies whose sum in ns would overflow the die clocks (found by fuzzing), or that are
+    // not numbers, are refused up front.
+    for (k, v) in [
+        ("program_us", "2222222222222222000"),
+        ("read_us", "nan"),
+        ("erase_us", "inf"),
+    ] {
+        let text = format!("{}[timing]\n{k} = {v}\n", toml(4, 4, 256, 64));
+        let e = SsdConfig::from_toml("slow", &text).unwrap_err().to_string();
+        assert!(
+            e.contains("latencies must be between 0 and 1000000 µs"),
+            "{k}: {e}"
+        );
+    }
+    let ok = format!("{}[timing]\nprogram_us = 1000000\n", toml(4, 4, 256, 64));
+    SsdConfig::from_toml("slowest", &ok).expect("1 s per program is allowed");
     // Valid (under 2^32 pages) but far larger than this machine's memory: 2^32 - 2^20 pages
     // need about 170 GiB of engine state.
     let cfg = SsdConfig::from_toml("huge", &toml(64, 64, 4095, 256)).unwrap();
