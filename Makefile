@@ -228,9 +228,11 @@ FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= import_blkparse import_msr import_alibaba import_tencent import_fio import_mqsim \
   block_trace file_trace shimlog ssd_toml table_json
 FUZZ_MEM_MB ?= 4096
+# Stop a target after this many executions (empty: only FUZZ_SECONDS bounds it).
+FUZZ_EXECS ?=
 
 .PHONY: fuzz
-fuzz: ## Fuzz every parser for FUZZ_SECONDS each (AFL++ via cargo-afl, installed when missing)
+fuzz: ## Fuzz every parser for FUZZ_SECONDS (and at most FUZZ_EXECS executions) each (AFL++ via cargo-afl)
 	@command -v cargo-afl >/dev/null 2>&1 || $(CARGO) install cargo-afl
 	cd fuzz && $(CARGO) afl config --build >/dev/null 2>&1 || true
 	cd fuzz && $(CARGO) afl build --release
@@ -238,7 +240,8 @@ fuzz: ## Fuzz every parser for FUZZ_SECONDS each (AFL++ via cargo-afl, installed
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  ( cd fuzz && mkdir -p target/afl && AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
 	    AFL_NO_AFFINITY=1 AFL_AUTORESUME=1 \
-	    $(CARGO) afl fuzz -V $(FUZZ_SECONDS) -m $(FUZZ_MEM_MB) -i corpus/$$t -o target/afl/$$t \
+	    $(CARGO) afl fuzz -V $(FUZZ_SECONDS) $(if $(FUZZ_EXECS),-E $(FUZZ_EXECS)) -m $(FUZZ_MEM_MB) \
+	      -i corpus/$$t -o target/afl/$$t \
 	      target/release/$$t >target/afl/$$t.log 2>&1 || { echo "fuzz: $$t failed, see fuzz/target/afl/$$t.log"; exit 1; } ); \
 	done
 	$(PYTHON) tools/fuzz_report.py fuzz/target/afl
