@@ -56,16 +56,9 @@ impl Ftl {
         let mut remaining = self.units.valid[victim.0 as usize];
         // A policy whose choice depends on the victim only answers once for all its copies.
         let whole = if self.gc_mode == GcMode::Policy {
-            policy.gc_victim_destination(victim_wp).map(|s| {
-                assert!(
-                    (s.0 as usize) < self.wps.len(),
-                    "policy {} sent a victim's copies to write point {} of {}",
-                    policy.name(),
-                    s.0,
-                    self.wps.len()
-                );
-                s.0
-            })
+            policy
+                .gc_victim_destination(victim_wp)
+                .map(|s| self.checked_wp(policy, s))
         } else {
             None
         };
@@ -167,16 +160,22 @@ impl Ftl {
                     victim_created,
                     death: self.map.death.as_ref().map_or(0, |d| d[from.0 as usize]),
                 };
-                let wp = policy.gc_destination(&info, now).0;
-                assert!(
-                    (wp as usize) < self.wps.len(),
-                    "policy {} sent a GC copy to write point {wp} of {}",
-                    policy.name(),
-                    self.wps.len()
-                );
-                wp
+                let s = policy.gc_destination(&info, now);
+                self.checked_wp(policy, s)
             }
         }
+    }
+
+    /// A write point a policy chose for GC copies, checked to exist.
+    fn checked_wp(&self, policy: &dyn Placement, s: StreamId) -> u8 {
+        assert!(
+            (s.0 as usize) < self.wps.len(),
+            "policy {} sent a GC copy to write point {} of {}",
+            policy.name(),
+            s.0,
+            self.wps.len()
+        );
+        s.0
     }
 
     fn erase(&mut self, victim: UnitId) {

@@ -15,7 +15,7 @@
 //! every stream's survivors go by age (time since their host write) into M classes on the
 //! oracle's geometric boundaries (unit/2 · 4^i): SepBIT's rule for GC writes. `death` sorts them
 //! the same way by their true remaining lifetime (the oracle's pre-pass): not a device scheme but
-//! the bound of what placing GC copies can give (docs/POLICIES.md).
+//! a yardstick for rules that place GC copies on these classes (docs/POLICIES.md).
 //! Streams are not free: each holds an open unit, space GC then lacks. After clustering,
 //! adjacent clusters whose split says little about their pages' log2 lifetimes (Gaussian
 //! log-likelihood gain below `min_gain` nats per lifetime sample, `cluster::merge_uninformative`)
