@@ -230,6 +230,11 @@ def test_run_rejected_hint_one_warning_and_the_program_goes_on(prog: Path, table
     by setpriv as nobody, writes root's files; one warning, its output and status unchanged."""
     import tempfile
 
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    # The dropped user loads the shim from the checkout: a checkout in a private directory
+    # (mode 700) hides it, and ld.so would then skip the preload without the test knowing why.
+    if subprocess.run([*drop, "test", "-r", str(SHIM_SO)], check=False).returncode != 0:
+        pytest.skip(f"user nobody cannot read {SHIM_SO} (the checkout is in a private directory)")
     shared = Path(tempfile.mkdtemp(prefix="pcstream-live-"))
     try:
         shared.chmod(0o777)
@@ -238,7 +243,6 @@ def test_run_rejected_hint_one_warning_and_the_program_goes_on(prog: Path, table
         for name in ("short.dat", "long.dat"):
             (shared / name).touch()
             (shared / name).chmod(0o666)
-        drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         r = pcstream("run", "--table", table, "--ssd", "small", "--json", "--", *drop, exe, "two", cwd=shared)
         assert r.returncode == 0, r.stderr
         assert [line.split()[0] for line in r.stdout.splitlines()] == ["short", "long"]
