@@ -142,6 +142,19 @@ def test_corrupt_parquet_pages_are_input_errors(tmp_path: Path) -> None:
         assert "not a readable Parquet file" in line, line
 
 
+def test_a_corrupt_footer_is_an_input_error_not_an_abort() -> None:
+    """A footer whose Thrift list claims more row groups than the file has bytes (a fuzzing find:
+    the decoder once reserved 157 GB and aborted): exit 3 naming the file, for both trace kinds."""
+    corpus = ROOT / "fuzz" / "corpus"
+    for kind in ("block_trace", "file_trace"):
+        bad = corpus / kind / "crash-footer-list-alloc.parquet"
+        simulate = ("simulate", bad, "--policy", "baseline", "--ssd", "small", "--no-timing")
+        for args in (("info", bad), simulate):
+            run = run_module(*args)
+            line = assert_user_error(run, INPUT, bad.name)
+            assert "not a readable Parquet file" in line, line
+
+
 def geometry(path: Path, channels: int, ways: int, blocks: int, pages: int) -> Path:
     path.write_text(
         f"[geometry]\nchannels = {channels}\nways = {ways}\nblocks_per_die = {blocks}\n"

@@ -1,7 +1,8 @@
 //! Panics of third-party decoders turned into errors.
 //!
-//! The Parquet decoder indexes its buffers directly: a corrupt data page (a flipped byte in an
-//! RLE run, a bad dictionary index) can panic inside it instead of returning an error. Every call
+//! A decoder that indexes its buffers directly can panic on a corrupt data page (a flipped byte
+//! in an RLE run, a bad dictionary index) instead of returning an error. Parquet 56 did; 60
+//! returns errors for every corruption the tests make, but the reader does not rely on it. Every call
 //! into the decoder goes through [`contain`], which catches such a panic and returns its message,
 //! so the reader reports "not a readable Parquet file" with the file and row group like any other
 //! decoding error. While a call is contained the panic hook stays quiet for that thread (no

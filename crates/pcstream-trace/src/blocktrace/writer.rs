@@ -37,7 +37,7 @@ pub(crate) fn append_footer<W: std::io::Write + Send>(
     schema: &Schema,
     pairs: Vec<(String, String)>,
 ) {
-    let small = pairs
+    let small: std::collections::BTreeMap<String, String> = pairs
         .iter()
         .filter(|(_, v)| v.len() <= ARROW_SCHEMA_VALUE_LIMIT)
         .cloned()
@@ -143,7 +143,7 @@ impl BlockTraceWriter {
             .set_compression(Compression::ZSTD(
                 ZstdLevel::try_new(ZSTD_LEVEL).expect("a valid zstd level"),
             ))
-            .set_max_row_group_size(row_group_rows);
+            .set_max_row_group_row_count(Some(row_group_rows));
         for col in ["ts_ns", "lpn", "file"] {
             props = props.set_column_dictionary_enabled(ColumnPath::from(col), false);
         }

@@ -110,7 +110,7 @@ impl FileTraceWriter {
             // Time stamps and offsets rarely repeat: a dictionary would only cost hashing.
             .set_column_dictionary_enabled(ColumnPath::from("ts_ns"), false)
             .set_column_dictionary_enabled(ColumnPath::from("offset"), false)
-            .set_max_row_group_size(ROW_GROUP_ROWS)
+            .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .build();
         let tmp = crate::blocktrace::writer::temp_path(out)?;
         let file = File::create(&tmp).map_err(|e| io(&e))?;

@@ -25,7 +25,7 @@ pub fn write_raw(path: &Path, cols: Vec<(&str, ArrayRef)>, kv: &[(&str, &str)], 
         .map(|(k, v)| KeyValue::new(k.to_string(), v.to_string()))
         .collect();
     let props = WriterProperties::builder()
-        .set_max_row_group_size(group)
+        .set_max_row_group_row_count(Some(group))
         .set_key_value_metadata(Some(kv))
         .build();
     let mut w = ArrowWriter::try_new(
