@@ -146,8 +146,10 @@ def test_a_corrupt_footer_is_an_input_error_not_an_abort() -> None:
     """A footer whose Thrift list claims more row groups than the file has bytes (a fuzzing find:
     the decoder once reserved 157 GB and aborted): exit 3 naming the file, for both trace kinds."""
     corpus = ROOT / "fuzz" / "corpus"
-    for kind in ("block_trace", "file_trace"):
-        bad = corpus / kind / "crash-footer-list-alloc.parquet"
+    found = ("block_trace/crash-footer-list-alloc", "file_trace/crash-footer-list-alloc")
+    # and a schema node claiming 1.6e9 children (the decoder reserved 13 GB for them)
+    for name in (*found, "file_trace/crash-schema-children-alloc"):
+        bad = corpus / f"{name}.parquet"
         simulate = ("simulate", bad, "--policy", "baseline", "--ssd", "small", "--no-timing")
         for args in (("info", bad), simulate):
             run = run_module(*args)

@@ -137,6 +137,27 @@ fn a_footer_list_longer_than_the_file_is_an_error_not_an_abort() {
     }
 }
 
+/// A footer whose schema gives the root 1.6·10^9 children (found by fuzzing: the decoder
+/// reserved 13 GB for them, an abort under a memory limit) is refused before the decoder sees
+/// it, naming the element.
+#[test]
+fn a_schema_node_with_more_children_than_elements_is_an_error() {
+    let bad = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus/file_trace/crash-schema-children-alloc.parquet");
+    for m in [
+        read_all(&bad).expect_err("a corrupt schema").to_string(),
+        FileTraceReader::open(&bad)
+            .err()
+            .expect("a corrupt schema")
+            .to_string(),
+        summarize(&bad).expect_err("a corrupt schema").to_string(),
+    ] {
+        assert!(m.starts_with(&bad.display().to_string()), "{m}");
+        assert!(m.contains("children, more than the"), "{m}");
+        assert!(!m.contains('\n'), "{m}");
+    }
+}
+
 #[test]
 fn huge_capacities_are_refused_before_allocating() {
     let dir = tempfile::tempdir().unwrap();

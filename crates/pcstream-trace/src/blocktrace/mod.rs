@@ -3,6 +3,7 @@
 //! simulator), [`writer`] writes one atomically, [`info`] summarises one, and `rowgroups` maps a
 //! global row index to its row group for error messages (shared with the file-trace reader).
 
+mod footer;
 pub mod format;
 pub mod info;
 pub mod reader;

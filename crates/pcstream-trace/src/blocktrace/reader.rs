@@ -79,6 +79,7 @@ pub(crate) fn builder<T: ChunkReader + 'static>(
         path: label.to_string(),
         why,
     };
+    super::footer::check_schema(&src).map_err(not_parquet)?;
     contain(|| ParquetRecordBatchReaderBuilder::try_new(src))
         .map_err(not_parquet)?
         .map_err(|e| not_parquet(one_line(e)))

@@ -15,7 +15,6 @@ use std::fs::File;
 use std::path::Path;
 
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
 
@@ -36,7 +35,8 @@ pub fn is_file_trace(path: &Path) -> bool {
     let Ok(f) = File::open(path) else {
         return false;
     };
-    let Ok(b) = ParquetRecordBatchReaderBuilder::try_new(f) else {
+    // Through the readers' builder: the footer check and the decoder's panics contained.
+    let Ok(b) = crate::blocktrace::reader::builder(&path.display().to_string(), f) else {
         return false;
     };
     let has_paths = b
