@@ -19,7 +19,7 @@ const FIELD_SCHEMA: i16 = 2;
 const FIELD_NUM_CHILDREN: i16 = 5;
 /// `SchemaElement.name`.
 const FIELD_NAME: i16 = 4;
-/// Compact-protocol type codes (thrift-compact-protocol.md).
+/// The type codes of Apache Thrift's compact protocol, as field and element types.
 const T_STOP: u8 = 0;
 const T_TRUE: u8 = 1;
 const T_FALSE: u8 = 2;
