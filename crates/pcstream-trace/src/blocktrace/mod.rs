@@ -6,8 +6,10 @@
 mod footer;
 pub mod format;
 pub mod info;
+mod pages;
 pub mod reader;
 pub(crate) mod rowgroups;
+mod thrift;
 pub mod writer;
 
 pub use format::{AgedRows, TraceMeta, PAGE_BYTES};

@@ -20,7 +20,10 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 use pcstream_core::request::{Op, Request};
@@ -70,7 +73,7 @@ pub(crate) fn open_input(path: &Path) -> Result<File, TraceError> {
 }
 
 /// Read the footer of `src` (a file, or bytes in memory) into a reader builder; a corrupt
-/// footer is [`TraceError::NotParquet`], also when the decoder panics on it.
+/// footer or page header is [`TraceError::NotParquet`], also when the decoder panics on it.
 pub(crate) fn builder<T: ChunkReader + 'static>(
     label: &str,
     src: T,
@@ -79,10 +82,14 @@ pub(crate) fn builder<T: ChunkReader + 'static>(
         path: label.to_string(),
         why,
     };
-    super::footer::check_schema(&src).map_err(not_parquet)?;
-    contain(|| ParquetRecordBatchReaderBuilder::try_new(src))
+    super::footer::check_footer(&src).map_err(not_parquet)?;
+    let meta = contain(|| ArrowReaderMetadata::load(&src, ArrowReaderOptions::new()))
         .map_err(not_parquet)?
-        .map_err(|e| not_parquet(one_line(e)))
+        .map_err(|e| not_parquet(one_line(e)))?;
+    super::pages::check_pages(&src, meta.metadata()).map_err(not_parquet)?;
+    Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
+        src, meta,
+    ))
 }
 
 /// Integer Arrow types the reader converts (value by value, checked) to the column's width.
