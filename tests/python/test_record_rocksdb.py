@@ -2,8 +2,10 @@
 method; WAL, flush SST, compaction SST, MANIFEST and other writes are told apart by their PC
 signature (byte-weighted purity, pcstream.record.purity). Acceptance: >= 95 % under auto.
 
-The db_bench runs take ~15 s per method (~75 s in all). db_bench is installed with apt-get when it
-is missing and this runs as root; otherwise the tests skip (``make rocksdb-tools`` installs it).
+The db_bench runs take ~15 s per method; the four methods' runs go two at a time (each run
+is one db_bench process, mostly waiting on its own writes, and the runs share nothing).
+db_bench is installed with apt-get when it is missing and this runs as root; otherwise the
+tests skip (``make rocksdb-tools`` installs it).
 The ground-truth parser and the purity arithmetic are checked on their own first.
 """
 
@@ -14,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
@@ -122,7 +125,9 @@ def test_ground_truth_and_purity_arithmetic(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def runs(db_bench: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     work = tmp_path_factory.mktemp("rocksdb")
-    return {m: run_db_bench(m, work) for m in ("auto", "fp", "unwind", "scan")}
+    methods = ("auto", "fp", "unwind", "scan")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(methods, pool.map(lambda m: run_db_bench(m, work), methods), strict=True))
 
 
 @pytest.mark.parametrize("method", ["auto", "fp", "unwind", "scan"])
