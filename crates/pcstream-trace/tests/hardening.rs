@@ -166,7 +166,12 @@ fn boolean_list_and_mistyped_inputs_are_refused_before_the_decoder_spins() {
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if !path.file_name().unwrap().to_string_lossy().starts_with("hang-") {
+        if !path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("hang-")
+        {
             continue;
         }
         let m = FileTraceReader::open(&path)

@@ -9,6 +9,10 @@
 //! reading a small window per header (grown only for a long header), so it costs a few hundred
 //! bytes of reading per page whatever the file's size.
 
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use bytes::Bytes;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::ChunkReader;
 
@@ -61,10 +65,32 @@ const PAGE_HEADER: &[(i16, Kind)] = &[
     (8, Kind::Struct(DATA_PAGE_HEADER_V2)),
 ];
 
+/// Where the walk reads headers from: a positioned read, one system call per header on a file
+/// (the decoder's `ChunkReader` duplicates and seeks the file for each read).
+pub(crate) trait ReadAt: ChunkReader {
+    /// `n` bytes at `at`, or `None` when they cannot be read (the decoder then says why).
+    fn read_at(&self, at: u64, n: usize) -> Option<Bytes>;
+}
+
+impl ReadAt for File {
+    fn read_at(&self, at: u64, n: usize) -> Option<Bytes> {
+        let mut buf = vec![0; n];
+        self.read_exact_at(&mut buf, at).ok()?;
+        Some(Bytes::from(buf))
+    }
+}
+
+impl ReadAt for Bytes {
+    fn read_at(&self, at: u64, n: usize) -> Option<Bytes> {
+        let at = usize::try_from(at).ok()?;
+        (at.checked_add(n)? <= self.len()).then(|| self.slice(at..at + n))
+    }
+}
+
 /// Refuse a file one of whose page headers is not what the decoder would read as written (the
 /// message names the row group, the column and the byte). A chunk whose place in the file the
 /// decoder could not read (beyond the file) is left to the decoder, which says so.
-pub(crate) fn check_pages<T: ChunkReader>(src: &T, meta: &ParquetMetaData) -> Result<(), String> {
+pub(crate) fn check_pages<T: ReadAt>(src: &T, meta: &ParquetMetaData) -> Result<(), String> {
     for (g, rg) in meta.row_groups().iter().enumerate() {
         for col in rg.columns() {
             check_chunk(src, col).map_err(|why| {
@@ -92,7 +118,7 @@ fn chunk_range(col: &ColumnChunkMetaData) -> Result<(u64, u64), String> {
     }
 }
 
-fn check_chunk<T: ChunkReader>(src: &T, col: &ColumnChunkMetaData) -> Result<(), String> {
+fn check_chunk<T: ReadAt>(src: &T, col: &ColumnChunkMetaData) -> Result<(), String> {
     let (start, len) = chunk_range(col)?;
     let Some(end) = start.checked_add(len).filter(|&e| e <= src.len()) else {
         return Ok(());
@@ -102,7 +128,7 @@ fn check_chunk<T: ChunkReader>(src: &T, col: &ColumnChunkMetaData) -> Result<(),
         let left = end - at;
         let mut window = FIRST_WINDOW.min(left);
         loop {
-            let Ok(bytes) = src.get_bytes(at, window as usize) else {
+            let Some(bytes) = src.read_at(at, window as usize) else {
                 return Ok(());
             };
             let mut w = Walk::new(&bytes, left as usize, bools);
@@ -160,7 +186,6 @@ impl Walk<'_> {
 mod tests {
     use super::super::thrift::{T_I32, T_LIST, T_TRUE};
     use super::*;
-    use bytes::Bytes;
     use parquet::file::metadata::ParquetMetaDataReader;
 
     /// A small Parquet file of one Int64 column, as the writer makes it.

@@ -74,7 +74,7 @@ pub(crate) fn open_input(path: &Path) -> Result<File, TraceError> {
 
 /// Read the footer of `src` (a file, or bytes in memory) into a reader builder; a corrupt
 /// footer or page header is [`TraceError::NotParquet`], also when the decoder panics on it.
-pub(crate) fn builder<T: ChunkReader + 'static>(
+pub(crate) fn builder<T: super::pages::ReadAt + 'static>(
     label: &str,
     src: T,
 ) -> Result<ParquetRecordBatchReaderBuilder<T>, TraceError> {
