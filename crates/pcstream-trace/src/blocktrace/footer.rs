@@ -71,7 +71,8 @@ const COLUMN_ORDER: &[(i16, Kind)] = &[
     (2, Kind::Struct(EMPTY)),
     (3, Kind::Struct(EMPTY)),
 ];
-const STATISTICS: &[(i16, Kind)] = &[
+/// `Statistics`, in column metadata and (as parquet.thrift reuses it) in data-page headers.
+pub(super) const STATISTICS: &[(i16, Kind)] = &[
     (1, Kind::Binary),
     (2, Kind::Binary),
     (3, Kind::I64),

@@ -16,6 +16,7 @@ use bytes::Bytes;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
 use parquet::file::reader::ChunkReader;
 
+use super::footer::STATISTICS;
 use super::thrift::{corrupt, known, Bad, Kind, Walk, EMPTY, T_I32, T_STOP};
 
 /// `PageHeader.compressed_page_size` (parquet.thrift id): the bytes of the page after its header.
@@ -24,24 +25,14 @@ const FIELD_COMPRESSED_SIZE: i16 = 3;
 /// window (headers carry a few numbers and, at most, a page's min/max statistics).
 const FIRST_WINDOW: u64 = 256;
 
-/// The page headers' structs as parquet.thrift gives them (enums are `i32`).
-const PAGE_STATISTICS: &[(i16, Kind)] = &[
-    (1, Kind::Binary),
-    (2, Kind::Binary),
-    (3, Kind::I64),
-    (4, Kind::I64),
-    (5, Kind::Binary),
-    (6, Kind::Binary),
-    (7, Kind::Bool),
-    (8, Kind::Bool),
-    (9, Kind::I64),
-];
+/// The page headers' structs as parquet.thrift gives them (enums are `i32`; their statistics
+/// are the footer's `Statistics` struct).
 const DATA_PAGE_HEADER: &[(i16, Kind)] = &[
     (1, Kind::I32),
     (2, Kind::I32),
     (3, Kind::I32),
     (4, Kind::I32),
-    (5, Kind::Struct(PAGE_STATISTICS)),
+    (5, Kind::Struct(STATISTICS)),
 ];
 const DICTIONARY_PAGE_HEADER: &[(i16, Kind)] = &[(1, Kind::I32), (2, Kind::I32), (3, Kind::Bool)];
 const DATA_PAGE_HEADER_V2: &[(i16, Kind)] = &[
@@ -52,7 +43,7 @@ const DATA_PAGE_HEADER_V2: &[(i16, Kind)] = &[
     (5, Kind::I32),
     (6, Kind::I32),
     (7, Kind::Bool),
-    (8, Kind::Struct(PAGE_STATISTICS)),
+    (8, Kind::Struct(STATISTICS)),
 ];
 const PAGE_HEADER: &[(i16, Kind)] = &[
     (1, Kind::I32),
