@@ -311,6 +311,10 @@ def validate(
             EXIT_INPUT,
         )
     opts = mount_opts if mount_opts is not None else str(layout.get("mount_opts", ""))
+    if layout.get("cpus") and "cpus=" not in opts:
+        # The model's per-CPU allocator state (locality groups, stream goals) as on the machine
+        # that ran the real capture.
+        opts = f"{opts},cpus={int(layout['cpus'])}" if opts else f"cpus={int(layout['cpus'])}"
     device = layout.get("fs_dev")
     if age is None and layout.get("aged"):
         a = layout["aged"]

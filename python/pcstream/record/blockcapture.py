@@ -373,6 +373,7 @@ def capture(
         "run_s": round(run_s, 3),
         "capacity_pages": capacity_pages,
         "mount_opts": mount_opts,
+        "cpus": possible_cpus(),
         "mkfs": ["mkfs.ext4", *MKFS_ARGS],
         "tracepoint": f"block:{EVENT}",
         "capture": kind,
@@ -516,6 +517,21 @@ def add_live(
     if more:
         summary.setdefault("warnings", []).extend(more)
     outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
+
+
+def possible_cpus() -> int:
+    """The kernel's count of possible CPUs: mballoc keeps a locality group per CPU and a stream
+    goal per CPU (at most one per four groups), so the model needs the recording machine's count.
+    ``/sys/devices/system/cpu/possible`` lists ranges such as ``0-3,8``; else the online count."""
+    try:
+        text = Path("/sys/devices/system/cpu/possible").read_text().strip()
+        count = 0
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            count += int(hi or lo) - int(lo) + 1
+        return max(count, 1)
+    except (OSError, ValueError):
+        return os.cpu_count() or 1
 
 
 def load_layout(path: Path) -> dict[str, Any]:

@@ -10,7 +10,33 @@
 
 use std::collections::BTreeMap;
 
-use super::layout::{Layout, BLOCKS_PER_GROUP, FIRST_INO, INODES_PER_GROUP};
+use super::layout::{Layout, BLOCKS_PER_GROUP, FIRST_INO, FLEX_GROUPS, INODES_PER_GROUP};
+
+/// Largest chunk of mballoc's buddy bitmaps: 2^13 blocks (32 MiB) with 4 KiB blocks
+/// (`MB_NUM_ORDERS` = block size bits + 2 orders, 0 ..= 13).
+const MAX_BUDDY_ORDER: u32 = 13;
+
+/// Fewest groups for which mballoc files groups by order (`mb_optimize_scan` on by default,
+/// `MB_DEFAULT_LINEAR_SCAN_THRESHOLD`); below, it scans groups one after another from the goal.
+const LINEAR_SCAN_THRESHOLD: usize = 16;
+
+/// The passes of one criterion over the groups: with order lists, one per order from `from` up
+/// (the groups filed under it); else a single pass over every group (`None`).
+fn passes(optimize: bool, from: u32) -> Vec<Option<u32>> {
+    if optimize {
+        (from..=MAX_BUDDY_ORDER).map(Some).collect()
+    } else {
+        vec![None]
+    }
+}
+
+/// The order under which mballoc files an average fragment of `len` blocks, and from which it
+/// looks for a request of `len` blocks (`mb_avg_fragment_size_order`: `fls(len) - 2`).
+fn fragment_order(len: u64) -> u32 {
+    (64 - len.leading_zeros())
+        .saturating_sub(2)
+        .min(MAX_BUDDY_ORDER)
+}
 
 /// Free blocks of the file system as extents (start → length), per group statistics.
 ///
@@ -21,6 +47,11 @@ pub struct FreeSpace {
     ext: BTreeMap<u64, u64>,
     group_free: Vec<u64>,
     group_max: Vec<u64>,
+    /// Each group's largest free buddy order (see [`FreeSpace::largest_order`]); `None` when
+    /// the group changed since it was last computed.
+    group_order: Vec<Option<u32>>,
+    /// Each group's count of free extents (see [`FreeSpace::avg_fragment`]), as above.
+    group_frags: Vec<Option<u64>>,
     free: u64,
     blocks: u64,
 }
@@ -32,6 +63,8 @@ impl FreeSpace {
             ext: BTreeMap::new(),
             group_free: vec![0; layout.groups as usize],
             group_max: vec![0; layout.groups as usize],
+            group_order: vec![None; layout.groups as usize],
+            group_frags: vec![None; layout.groups as usize],
             free: 0,
             blocks: layout.blocks,
         };
@@ -102,6 +135,8 @@ impl FreeSpace {
             }
         }
         self.ext.insert(s, l);
+        self.group_order[g] = None;
+        self.group_frags[g] = None;
         self.group_free[g] += len;
         self.free += len;
         if l > self.group_max[g] {
@@ -129,6 +164,8 @@ impl FreeSpace {
                 self.ext.insert(take_end, es + el - take_end);
             }
             let g = Self::group(s);
+            self.group_order[g] = None;
+            self.group_frags[g] = None;
             self.group_free[g] -= take_end - s;
             self.free -= take_end - s;
             s = take_end;
@@ -185,18 +222,208 @@ impl FreeSpace {
         if self.free_run_at(goal) >= want {
             return Some((goal, want));
         }
-        let groups = self.group_free.len();
-        let g0 = from_group.map_or(Self::group(goal), |g| g as usize % groups);
-        for i in 0..groups {
-            let g = (g0 + i) % groups;
-            if let Some(s) = self.scan_group(g, g as u64 * BLOCKS_PER_GROUP, want) {
-                return Some((s, want));
-            }
+        let g0 = from_group.unwrap_or(Self::group(goal) as u32);
+        if let Some(found) = self.scan_groups(want, g0) {
+            return Some(found);
         }
         // Nothing large enough anywhere: the first free extent after the goal, any length.
         let (&s, &l) = self
             .ext
             .range(goal..)
+            .next()
+            .or_else(|| self.ext.iter().next())?;
+        Some((s, l.min(want)))
+    }
+
+    /// Where mke2fs puts `want` blocks near `goal` (the journal, the root directory: not
+    /// mballoc's criteria): at `goal` when `want` blocks are free there, else the first extent of
+    /// at least `want` blocks group by group from the goal's group, each from its start,
+    /// wrapping; else the first free extent from the goal on, any length. Nothing is taken yet.
+    pub fn first_fit(&mut self, goal: u64, want: u64) -> Option<(u64, u64)> {
+        if self.free == 0 || want == 0 {
+            return None;
+        }
+        let want = want.min(BLOCKS_PER_GROUP);
+        let goal = if goal >= self.blocks { 0 } else { goal };
+        if self.free_run_at(goal) >= want {
+            return Some((goal, want));
+        }
+        let groups = self.group_free.len();
+        let g0 = Self::group(goal);
+        let found = (0..groups).find_map(|i| {
+            let g = (g0 + i) % groups;
+            self.scan_group(g, g as u64 * BLOCKS_PER_GROUP, want)
+        });
+        if let Some(s) = found {
+            return Some((s, want));
+        }
+        let (&s, &l) = self
+            .ext
+            .range(goal..)
+            .next()
+            .or_else(|| self.ext.iter().next())?;
+        Some((s, l.min(want)))
+    }
+
+    /// Where mballoc's group scan puts `want` blocks, from group `from_group` on, wrapping; the
+    /// criteria in turn, each over every group before the next (`ext4_mb_regular_allocator`):
+    ///
+    /// 1. a power-of-two request (2 ..= 2^[`MAX_BUDDY_ORDER`] blocks): a group whose largest
+    ///    free buddy chunk holds it, never the first group of a flex group (mballoc keeps data
+    ///    off the group carrying the flex group's metadata for this criterion only); in that
+    ///    group the smallest sufficient chunk ([`Self::buddy_in_group`]);
+    /// 2. a group whose average free fragment (free blocks / free extents) is at least `want`;
+    /// 3. a group with `want` free blocks;
+    ///
+    /// in 2 and 3 the group's first free extent of at least `want` blocks. With fewer than
+    /// [`LINEAR_SCAN_THRESHOLD`] groups mballoc takes the first suitable group from the goal on
+    /// (its default there, `mb_optimize_scan=0`); with more, it files groups by order and takes
+    /// one of the smallest sufficient order first: largest chunk for 1, average fragment
+    /// (`fls(average) - 2`, from `fls(want) - 2`) for 2. Returns (start, `want`); nothing is
+    /// taken yet.
+    fn scan_groups(&mut self, want: u64, from_group: u32) -> Option<(u64, u64)> {
+        let groups = self.group_free.len();
+        let g0 = from_group as usize % groups;
+        let order_of = |g: usize| (g0 + g) % groups;
+        let optimize = groups >= LINEAR_SCAN_THRESHOLD;
+        if want >= 2 && want.is_power_of_two() && want <= 1 << MAX_BUDDY_ORDER {
+            let need = want.trailing_zeros();
+            for order in passes(optimize, need) {
+                for i in 0..groups {
+                    let g = order_of(i);
+                    if (g as u32).is_multiple_of(FLEX_GROUPS) || self.group_free[g] < want {
+                        continue;
+                    }
+                    let Some(largest) = self.largest_order(g) else {
+                        continue;
+                    };
+                    if order.map_or(largest >= need, |o| largest == o) {
+                        if let Some(s) = self.buddy_in_group(g, want) {
+                            return Some((s, want));
+                        }
+                    }
+                }
+            }
+        }
+        for order in passes(optimize, fragment_order(want)) {
+            for i in 0..groups {
+                let g = order_of(i);
+                if self.group_free[g] < want {
+                    continue;
+                }
+                let avg = self.avg_fragment(g);
+                if avg < want || order.is_some_and(|o| fragment_order(avg) != o) {
+                    continue;
+                }
+                if let Some(s) = self.scan_group(g, g as u64 * BLOCKS_PER_GROUP, want) {
+                    return Some((s, want));
+                }
+            }
+        }
+        (0..groups).find_map(|i| {
+            let g = order_of(i);
+            self.scan_group(g, g as u64 * BLOCKS_PER_GROUP, want)
+                .map(|s| (s, want))
+        })
+    }
+
+    /// Group `g`'s average free fragment: its free blocks over its free extents (mballoc's
+    /// `bb_free / bb_fragments`); 0 with no free block.
+    fn avg_fragment(&mut self, g: usize) -> u64 {
+        if self.group_free[g] == 0 {
+            return 0;
+        }
+        let n = match self.group_frags[g] {
+            Some(n) => n,
+            None => {
+                let gstart = g as u64 * BLOCKS_PER_GROUP;
+                let n = self.ext.range(gstart..gstart + BLOCKS_PER_GROUP).count() as u64;
+                self.group_frags[g] = Some(n);
+                n
+            }
+        };
+        self.group_free[g] / n.max(1)
+    }
+
+    /// The buddy chunk mballoc's power-of-two search takes in group `g` for `want` (a power of
+    /// two) blocks: the free space as the buddy allocator holds it — each free extent split into
+    /// maximal chunks aligned to their size, at most 2^[`MAX_BUDDY_ORDER`] — and of the chunks of
+    /// at least `want` blocks the smallest, the lowest of those. So a freed hole of exactly the
+    /// request's size is reused before a larger free region is split (measured on ext4: a
+    /// database's flushed tables land on the blocks of the tables freed last, docs/FSMODEL.md).
+    fn buddy_in_group(&self, g: usize, want: u64) -> Option<u64> {
+        if self.group_free[g] < want || self.group_max[g] < want {
+            return None;
+        }
+        let gstart = g as u64 * BLOCKS_PER_GROUP;
+        let mut best: Option<(u64, u64)> = None; // (chunk size, start)
+        for (&s, &l) in self.ext.range(gstart..gstart + BLOCKS_PER_GROUP) {
+            let (mut p, end) = (s, s + l);
+            while p < end {
+                // The largest aligned chunk at p that fits before the extent's end.
+                let align = if p == 0 {
+                    1 << MAX_BUDDY_ORDER
+                } else {
+                    1u64 << p.trailing_zeros().min(MAX_BUDDY_ORDER)
+                };
+                let mut size = align;
+                while p + size > end {
+                    size >>= 1;
+                }
+                if size >= want && best.is_none_or(|(bs, _)| size < bs) {
+                    if size == want {
+                        return Some(p);
+                    }
+                    best = Some((size, p));
+                }
+                p += size;
+            }
+        }
+        best.map(|(_, s)| s)
+    }
+
+    /// The order of group `g`'s largest free buddy chunk (its free extents split into maximal
+    /// chunks aligned to their size, at most 2^[`MAX_BUDDY_ORDER`]); `None` with no free block.
+    fn largest_order(&mut self, g: usize) -> Option<u32> {
+        if self.group_free[g] == 0 {
+            return None;
+        }
+        if let Some(o) = self.group_order[g] {
+            return Some(o);
+        }
+        let gstart = g as u64 * BLOCKS_PER_GROUP;
+        let mut best = 0u64;
+        for (&s, &l) in self.ext.range(gstart..gstart + BLOCKS_PER_GROUP) {
+            let (mut p, end) = (s, s + l);
+            while p < end {
+                let mut size = 1u64 << p.trailing_zeros().min(MAX_BUDDY_ORDER);
+                while p + size > end {
+                    size >>= 1;
+                }
+                best = best.max(size);
+                p += size;
+            }
+        }
+        let o = best.trailing_zeros();
+        self.group_order[g] = Some(o);
+        Some(o)
+    }
+
+    /// [`FreeSpace::find`] without trying a goal block: a request with no neighbouring extent
+    /// to merge with, which mballoc starts at a group (the stream goal's), not at a block.
+    pub fn find_in_groups(&mut self, want: u64, from_group: u32) -> Option<(u64, u64)> {
+        if self.free == 0 || want == 0 {
+            return None;
+        }
+        let want = want.min(BLOCKS_PER_GROUP);
+        if let Some(found) = self.scan_groups(want, from_group) {
+            return Some(found);
+        }
+        // Nothing large enough anywhere: the first free extent from that group on, any length.
+        let start = from_group as u64 % self.group_free.len() as u64 * BLOCKS_PER_GROUP;
+        let (&s, &l) = self
+            .ext
+            .range(start..)
             .next()
             .or_else(|| self.ext.iter().next())?;
         Some((s, l.min(want)))
@@ -331,6 +558,76 @@ mod tests {
         assert_eq!(
             f.find(32_000, 1000, Some(1)).unwrap().0,
             32_768 + f_first(&l, 1)
+        );
+    }
+
+    /// A free space of `groups` groups where group g (g > 0) is used except for `holes[g]`
+    /// (start offset in the group, length).
+    fn shaped(groups: u64, holes: &[(usize, u64, u64)]) -> FreeSpace {
+        let l = Layout::new(groups * BLOCKS_PER_GROUP, 0).unwrap();
+        let mut f = FreeSpace::new(&l);
+        for g in 1..groups {
+            let start = g * BLOCKS_PER_GROUP;
+            let ext: Vec<(u64, u64)> = f.extents_in(start, start + BLOCKS_PER_GROUP).collect();
+            for (s, n) in ext {
+                f.take(s, n);
+            }
+        }
+        for &(g, off, len) in holes {
+            f.release(g as u64 * BLOCKS_PER_GROUP + off, len);
+        }
+        f
+    }
+
+    #[test]
+    fn power_of_two_requests_take_the_smallest_buddy_chunk_off_the_flex_groups_first_group() {
+        // Linear scan (12 groups): group 0 (large free space, the flex group's first) is
+        // skipped; group 2 is the first from the goal with a chunk of 512, and of its chunks
+        // the smallest that holds 512 is taken, not the first free extent.
+        let mut f = shaped(12, &[(2, 1024, 1024), (2, 8192, 512), (3, 0, 512)]);
+        let (s, n) = f.find_in_groups(512, 1).unwrap();
+        assert_eq!((s, n), (2 * BLOCKS_PER_GROUP + 8192, 512));
+        // From group 0 itself as the goal: still not group 0.
+        assert_eq!(
+            f.find_in_groups(512, 0).unwrap().0,
+            2 * BLOCKS_PER_GROUP + 8192
+        );
+        // From group 3 on, group 3's chunk.
+        assert_eq!(f.find_in_groups(512, 3).unwrap().0, 3 * BLOCKS_PER_GROUP);
+        // Nothing off group 0 holds 4096 aligned blocks: the next criterion (average fragment)
+        // finds group 0, whose free space is one large extent.
+        assert!(f.find_in_groups(4096, 1).unwrap().0 < BLOCKS_PER_GROUP);
+    }
+
+    #[test]
+    fn other_requests_go_to_a_group_whose_average_fragment_holds_them() {
+        // Group 2: 1,200 free blocks in one extent, but with ten 10-block holes its average
+        // fragment is 120; group 3 has one free extent of 1,200. A request of 1,126 blocks
+        // skips group 2 for group 3; a request of 100 takes group 2's first large extent.
+        let mut holes = vec![(2, 0, 1200), (3, 5000, 1200)];
+        holes.extend((0..10).map(|i| (2, 2000 + i * 100, 10)));
+        let mut f = shaped(12, &holes);
+        assert_eq!(
+            f.find_in_groups(1126, 2).unwrap().0,
+            3 * BLOCKS_PER_GROUP + 5000
+        );
+        assert_eq!(f.find_in_groups(100, 2).unwrap().0, 2 * BLOCKS_PER_GROUP);
+    }
+
+    #[test]
+    fn with_order_lists_the_smallest_sufficient_order_wins_over_the_goal() {
+        // 20 groups (order lists on): group 5 has a 2048-block chunk, group 9 one of exactly
+        // 512. From the goal group 4, the linear scan would take group 5; the lists take the
+        // group whose largest chunk is the smallest that fits.
+        let mut f = shaped(20, &[(5, 0, 2048), (9, 4096, 512)]);
+        assert_eq!(
+            f.find_in_groups(512, 4).unwrap().0,
+            9 * BLOCKS_PER_GROUP + 4096
+        );
+        let mut linear = shaped(12, &[(5, 0, 2048), (9, 4096, 512)]);
+        assert_eq!(
+            linear.find_in_groups(512, 4).unwrap().0,
+            5 * BLOCKS_PER_GROUP
         );
     }
 

@@ -188,7 +188,9 @@ pub struct FsModel {
     // Allocation.
     pending_free: Vec<PendingFree>,
     lg: Vec<Option<(u64, u64)>>,
-    cursor_group: u32,
+    /// mballoc's stream goals: the group of the last stream allocation, one per
+    /// `ino mod stream_goals.len()` (see [`stream_goal_count`]).
+    stream_goals: Vec<u32>,
     /// Metadata changes are not journalled while set (materialising pre-existing files).
     quiet: bool,
     // Time.
@@ -248,6 +250,12 @@ fn journal_group(layout: &Layout, free: &FreeSpace) -> u32 {
     best
 }
 
+/// How many stream goals mballoc keeps (Linux 6.17 on): one per possible CPU, at most one per
+/// four block groups (rounded up), at least one. Earlier kernels kept a single one.
+pub(super) fn stream_goal_count(cpus: u32, groups: u64) -> usize {
+    (cpus as u64).min(groups.div_ceil(4)).max(1) as usize
+}
+
 impl FsModel {
     /// A freshly made file system of `opts.capacity_pages` blocks.
     pub fn new(opts: MapOptions) -> Result<FsModel, FsError> {
@@ -259,7 +267,7 @@ impl FsModel {
         let mut goal = layout.group_start(journal_group(&layout, &free));
         while left > 0 {
             let (s, n) = free
-                .find(goal, left, None)
+                .first_fit(goal, left)
                 .ok_or_else(|| err("no room for the journal; raise --capacity".into()))?;
             free.take(s, n);
             area.push((s, n));
@@ -270,7 +278,7 @@ impl FsModel {
         let inodes = InodeMap::new(layout.groups);
         let groups = layout.groups as usize;
         let root_block = free
-            .find(0, 1, None)
+            .first_fit(0, 1)
             .ok_or_else(|| err("no room for the root directory; raise --capacity".into()))?;
         free.take(root_block.0, 1);
         let dirty_limit_pages = (opts.dirty_bytes_limit / BLOCK).max(16);
@@ -313,7 +321,7 @@ impl FsModel {
             dirty_pages: 0,
             dirty_limit_pages,
             pending_free: Vec::new(),
-            cursor_group: 0,
+            stream_goals: vec![0; stream_goal_count(opts.cpus, groups as u64)],
             quiet: false,
             t0: None,
             next_wb_ns: opts.writeback_interval_ns.max(1),
@@ -534,7 +542,7 @@ mod tests {
             let layout = Layout::new(blocks, 0).unwrap();
             let mut free = FreeSpace::new(&layout);
             let goal = layout.group_start(journal_group(&layout, &free));
-            free.find(goal, layout.journal_blocks, None).unwrap().0
+            free.first_fit(goal, layout.journal_blocks).unwrap().0
         };
         // 12 groups: the middle block is in group 5 (a superblock backup); 4 and 6 are empty.
         assert_eq!(first_block(367_491), 131_072);
