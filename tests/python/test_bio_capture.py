@@ -301,14 +301,16 @@ def test_page_lifetimes_on_a_hand_made_trace(
     tf = trace_figures(str(trace), batch_rows=batch_rows)
     assert tf.host_pages == 7 and tf.trim_pages == 6 and tf.flushes == 1 and tf.write_requests == 5
     assert tf.meta_pages.tolist()[:2] == [5, 2]
-    assert tf.lifetimes(1) == {"pages": 3, "died": 2, "never": 1, "median": 3.0, "p90": 3.0}
-    assert tf.lifetimes(2) == {"pages": 2, "died": 2, "never": 0, "median": 1.5, "p90": 1.9}
-    assert tf.lifetimes(3) == {"pages": 2, "died": 0, "never": 2, "median": None, "p90": None}
+    assert tf.lifetimes(1) == {"pages": 3, "writes": 2, "died": 2, "never": 1, "median": 3.0, "p90": 3.0}
+    assert tf.lifetimes(2) == {"pages": 2, "writes": 2, "died": 2, "never": 0, "median": 1.5, "p90": 1.9}
+    assert tf.lifetimes(3) == {"pages": 2, "writes": 1, "died": 0, "never": 2, "median": None, "p90": None}
 
 
 def test_lifetime_rows_rank_the_real_trace_s_pcs_and_judge_the_medians() -> None:
-    def figures(pages: dict[int, int], samples: list[tuple[int, int]]) -> validation.TraceFigures:
-        tf = validation.TraceFigures(pc_pages=pages)
+    def figures(
+        pages: dict[int, int], samples: list[tuple[int, int]], writes: int = validation.MIN_PC_WRITES
+    ) -> validation.TraceFigures:
+        tf = validation.TraceFigures(pc_pages=pages, pc_writes=dict.fromkeys(pages, writes))
         samples.sort()
         tf.samples_pc = np.array([p for p, _ in samples], dtype=np.uint64)
         tf.samples_life = np.array([life for _, life in samples], dtype=np.int64)
@@ -325,6 +327,11 @@ def test_lifetime_rows_rank_the_real_trace_s_pcs_and_judge_the_medians() -> None
     assert rows[3]["ok"] is False  # died in the real trace only
     near = figures({5: 10}, [(5, 110), (5, 120)])
     assert validation.lifetime_rows(near, real, top=1)[0]["ok"] is True  # +15 %
+    # A PC the real trace wrote in fewer than MIN_PC_WRITES requests is shown, not judged.
+    few = figures({0: 99, 5: 10, 6: 8}, [(5, 100), (6, 40)], writes=validation.MIN_PC_WRITES - 1)
+    rows = validation.lifetime_rows(model, few, top=2)
+    assert [(r["target"], r["ok"]) for r in rows] == [(None, None), (None, None)]
+    assert rows[0]["diff"] == pytest.approx(0.3)  # the difference is still reported
 
 
 # --------------------------------------------------------------------------- aging replay

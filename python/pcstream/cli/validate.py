@@ -113,7 +113,7 @@ def render_lifetimes(result: dict[str, Any]) -> Table:
             f"{fmt(m['pages'])} / {fmt(r['pages'])}",
             f"{_life(m['median'])} / {_life(r['median'])}",
             _diff("ratio", row["diff"]),
-            _target("ratio", row["target"]),
+            _target("ratio", row["target"]) or f"— (writes: {r.get('writes', 0)})",
             met,
             f"{_life(m['p90'])} / {_life(r['p90'])}",
             f"{fmt(m['never'])} / {fmt(r['never'])}",

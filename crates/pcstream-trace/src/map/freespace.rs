@@ -20,6 +20,20 @@ const MAX_BUDDY_ORDER: u32 = 13;
 /// `MB_DEFAULT_LINEAR_SCAN_THRESHOLD`); below, it scans groups one after another from the goal.
 const LINEAR_SCAN_THRESHOLD: usize = 16;
 
+/// The buddy chunk at free block `p` of a free run ending at `end`: the largest chunk aligned
+/// to its size (at most 2^[`MAX_BUDDY_ORDER`]) that starts at `p` and ends by `end`.
+fn chunk_at(p: u64, end: u64) -> u64 {
+    let mut size = 1u64 << p.trailing_zeros().min(MAX_BUDDY_ORDER);
+    while p + size > end {
+        size >>= 1;
+    }
+    size
+}
+
+/// How many extents mballoc measures before it settles for the best one so far
+/// (`mb_min_to_scan`).
+const MIN_TO_SCAN: u32 = 10;
+
 /// The passes of one criterion over the groups: with order lists, one per order from `from` up
 /// (the groups filed under it); else a single pass over every group (`None`).
 fn passes(optimize: bool, from: u32) -> Vec<Option<u32>> {
@@ -275,7 +289,8 @@ impl FreeSpace {
     /// 2. a group whose average free fragment (free blocks / free extents) is at least `want`;
     /// 3. a group with `want` free blocks;
     ///
-    /// in 2 and 3 the group's first free extent of at least `want` blocks. With fewer than
+    /// in 2 and 3 the best fit of the group's first runs ([`Self::best_fit_in_group`]). With
+    /// fewer than
     /// [`LINEAR_SCAN_THRESHOLD`] groups mballoc takes the first suitable group from the goal on
     /// (its default there, `mb_optimize_scan=0`); with more, it files groups by order and takes
     /// one of the smallest sufficient order first: largest chunk for 1, average fragment
@@ -305,6 +320,7 @@ impl FreeSpace {
                 }
             }
         }
+        let mut measured = 0;
         for order in passes(optimize, fragment_order(want)) {
             for i in 0..groups {
                 let g = order_of(i);
@@ -315,16 +331,67 @@ impl FreeSpace {
                 if avg < want || order.is_some_and(|o| fragment_order(avg) != o) {
                     continue;
                 }
-                if let Some(s) = self.scan_group(g, g as u64 * BLOCKS_PER_GROUP, want) {
+                if let Some(s) = self.best_fit_in_group(g, want, false, &mut measured) {
                     return Some((s, want));
                 }
             }
         }
+        let mut measured = 0;
         (0..groups).find_map(|i| {
             let g = order_of(i);
-            self.scan_group(g, g as u64 * BLOCKS_PER_GROUP, want)
+            self.best_fit_in_group(g, want, true, &mut measured)
                 .map(|s| (s, want))
         })
+    }
+
+    /// Where mballoc's extent scan of group `g` puts `want` blocks (criteria 2 and 3,
+    /// `ext4_mb_complex_scan_group`): the free runs in address order, each measured as the
+    /// buddy chunks from its start up to `want` blocks or more (`mb_find_extent`); a run
+    /// measuring exactly `want` is taken at once, else the one measuring least that holds
+    /// `want`, when the group ends or more than [`MIN_TO_SCAN`] runs have been measured in this
+    /// allocation (`measured`, counted across groups). Runs shorter than `want` are measured
+    /// only with `measure_short` (criterion 3); criterion 2 skips them.
+    fn best_fit_in_group(
+        &mut self,
+        g: usize,
+        want: u64,
+        measure_short: bool,
+        measured: &mut u32,
+    ) -> Option<u64> {
+        if self.group_free[g] < want || self.group_max[g] < want {
+            return None;
+        }
+        let gstart = g as u64 * BLOCKS_PER_GROUP;
+        let mut best: Option<(u64, u64)> = None; // (measured length, start)
+        let mut largest = 0;
+        for (&s, &l) in self.ext.range(gstart..gstart + BLOCKS_PER_GROUP) {
+            largest = largest.max(l);
+            if l < want {
+                if measure_short {
+                    *measured += 1;
+                }
+                continue;
+            }
+            let end = s + l;
+            let mut len = 0;
+            while len < want {
+                len += chunk_at(s + len, end);
+            }
+            *measured += 1;
+            if len == want {
+                return Some(s);
+            }
+            if best.is_none_or(|(b, _)| len < b) {
+                best = Some((len, s));
+            }
+            if *measured > MIN_TO_SCAN {
+                break;
+            }
+        }
+        if best.is_none() {
+            self.group_max[g] = largest;
+        }
+        best.map(|(_, s)| s)
     }
 
     /// Group `g`'s average free fragment: its free blocks over its free extents (mballoc's
@@ -360,16 +427,7 @@ impl FreeSpace {
         for (&s, &l) in self.ext.range(gstart..gstart + BLOCKS_PER_GROUP) {
             let (mut p, end) = (s, s + l);
             while p < end {
-                // The largest aligned chunk at p that fits before the extent's end.
-                let align = if p == 0 {
-                    1 << MAX_BUDDY_ORDER
-                } else {
-                    1u64 << p.trailing_zeros().min(MAX_BUDDY_ORDER)
-                };
-                let mut size = align;
-                while p + size > end {
-                    size >>= 1;
-                }
+                let size = chunk_at(p, end);
                 if size >= want && best.is_none_or(|(bs, _)| size < bs) {
                     if size == want {
                         return Some(p);
@@ -396,10 +454,7 @@ impl FreeSpace {
         for (&s, &l) in self.ext.range(gstart..gstart + BLOCKS_PER_GROUP) {
             let (mut p, end) = (s, s + l);
             while p < end {
-                let mut size = 1u64 << p.trailing_zeros().min(MAX_BUDDY_ORDER);
-                while p + size > end {
-                    size >>= 1;
-                }
+                let size = chunk_at(p, end);
                 best = best.max(size);
                 p += size;
             }
