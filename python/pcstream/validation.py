@@ -41,7 +41,7 @@ TOP_PCS = 8
 # many write requests from it: with fewer, the median is the lifetime of one or two writes whose
 # pages die together, a single event (RocksDB's index and filter blocks: 2 requests of 512 pages
 # each, medians off by -56 % to +314 % between two captures of the same run).
-MIN_PC_WRITES = 10
+MIN_PC_WRITES = 5
 BATCH_ROWS = 1 << 16
 # Pages expanded at once by the lifetime pass (memory: about 50 bytes each).
 MAX_EVENTS = 1 << 22

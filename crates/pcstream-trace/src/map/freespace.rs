@@ -670,6 +670,31 @@ mod tests {
     }
 
     #[test]
+    fn inside_a_group_the_best_fit_of_the_first_runs_wins() {
+        // Group 2 has a run of 4,096 blocks, then one of 512: a request of 300 blocks (not a
+        // power of two) measures them as 4,096 and 512 and takes the smaller, where first fit
+        // would split the large run.
+        let mut f = shaped(12, &[(2, 0, 4096), (2, 8192, 512)]);
+        assert_eq!(
+            f.find_in_groups(300, 2).unwrap().0,
+            2 * BLOCKS_PER_GROUP + 8192
+        );
+        // Eleven runs of 400 blocks before a run of exactly 300: after ten runs measured
+        // mballoc settles for the best so far.
+        let mut holes: Vec<(usize, u64, u64)> = (0..11).map(|i| (2, i * 1024, 400)).collect();
+        holes.push((2, 16_384, 300));
+        let mut f = shaped(12, &holes);
+        let s = f.find_in_groups(300, 2).unwrap().0 - 2 * BLOCKS_PER_GROUP;
+        assert!(s < 16_384 && s.is_multiple_of(1024), "{s}");
+        // With fewer runs before it, the exact one is found.
+        let mut f = shaped(12, &[(2, 0, 400), (2, 1024, 400), (2, 16_384, 300)]);
+        assert_eq!(
+            f.find_in_groups(300, 2).unwrap().0,
+            2 * BLOCKS_PER_GROUP + 16_384
+        );
+    }
+
+    #[test]
     fn with_order_lists_the_smallest_sufficient_order_wins_over_the_goal() {
         // 20 groups (order lists on): group 5 has a 2048-block chunk, group 9 one of exactly
         // 512. From the goal group 4, the linear scan would take group 5; the lists take the
