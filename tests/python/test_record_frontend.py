@@ -295,3 +295,41 @@ def test_a_static_program_is_run_with_a_warning(programs: dict[str, Path], tmp_p
     )  # fmt: skip
     assert dynamic.returncode == 0 and "statically linked" not in dynamic.stderr
     assert ("s.dat", 0, 7) in writes(trace)
+
+
+def test_stale_log_directories_of_dead_recordings_are_swept(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid now names no process
+    stale = tmp_path / f"{filetrace.LOGDIR_PREFIX}stale"
+    live = tmp_path / f"{filetrace.LOGDIR_PREFIX}live"
+    foreign = tmp_path / f"{filetrace.LOGDIR_PREFIX}foreign"
+    for d, owner in ((stale, dead.pid), (live, os.getpid()), (foreign, None)):
+        d.mkdir()
+        (d / "1.1.bin").write_bytes(b"x" * 100)
+        if owner is not None:
+            (d / filetrace.OWNER_FILE).write_text(f"{owner}\n")
+    hints = tmp_path / f"{stale.name}.hints"
+    hints.write_text("")
+    assert filetrace.sweep_stale_logdirs(tmp_path) == [stale]
+    assert not stale.exists() and not hints.exists()
+    assert live.is_dir() and foreign.is_dir()  # a running recording's, and one not ours to judge
+
+
+@needs_shim
+def test_a_recording_killed_with_sigkill_leaves_nothing_after_the_next_one(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    rec = subprocess.Popen(
+        [*RECORD, "-o", str(tmp_path / "a.parquet"), "--", "sleep", "30"], env=env, start_new_session=True
+    )
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob(f"{filetrace.LOGDIR_PREFIX}*/{filetrace.OWNER_FILE}")):
+        assert time.monotonic() < deadline, "the recording made no log directory"
+        time.sleep(0.05)
+    os.killpg(rec.pid, signal.SIGKILL)  # no chance to clean up
+    rec.wait()
+    assert list(tmp_path.glob(f"{filetrace.LOGDIR_PREFIX}*"))
+    done = subprocess.run(
+        [*RECORD, "-o", str(tmp_path / "b.parquet"), "--", "true"], env=env, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.glob(f"{filetrace.LOGDIR_PREFIX}*"))

@@ -452,7 +452,7 @@ def record_block(
         raise CliError(
             f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
         )
-    logdir = Path(tempfile.mkdtemp(prefix="pcstream-record-"))
+    logdir = filetrace.new_logdir()
     source = live.record_source(cmd, method, frames, block=True)
     hints_file = logdir.with_name(logdir.name + ".hints")
     if resolved is not None:

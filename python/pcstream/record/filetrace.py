@@ -146,7 +146,7 @@ def record(
         keep_logs.mkdir(parents=True, exist_ok=True)
         logdir = keep_logs
     else:
-        logdir = Path(tempfile.mkdtemp(prefix="pcstream-record-"))
+        logdir = new_logdir()
     try:
         status = run_under_shim(cmd, logdir, method, frames, shim)
         summary = convert(logdir, out, live.record_source(cmd, method, frames), coalesce)
@@ -158,6 +158,51 @@ def record(
             shutil.rmtree(logdir, ignore_errors=True)
     summary["status"] = status
     return status, summary
+
+
+# The shim's per-process logs go to a private directory under the temporary directory, named
+# with this prefix and holding OWNER_FILE (the recording process's pid). A recording killed
+# with SIGKILL cannot remove its directory (a suite recipe's logs reach gigabytes): the next
+# recording removes those whose owner is gone.
+LOGDIR_PREFIX = "pcstream-record-"
+OWNER_FILE = "owner.pid"
+
+
+def new_logdir() -> Path:
+    """A fresh log directory owned by this process, after removing stale ones."""
+    sweep_stale_logdirs()
+    logdir = Path(tempfile.mkdtemp(prefix=LOGDIR_PREFIX))
+    (logdir / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    return logdir
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def sweep_stale_logdirs(tmp: Path | None = None) -> list[Path]:
+    """Remove the log directories (and their ``.hints`` files) whose owner process no longer
+    runs; directories without an owner file are not ours to judge and stay. Returns what was
+    removed."""
+    removed = []
+    for d in sorted(Path(tmp or tempfile.gettempdir()).glob(LOGDIR_PREFIX + "*")):
+        try:
+            pid = int((d / OWNER_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if pid <= 0 or _alive(pid):
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        for extra in d.parent.glob(d.name + ".hints*"):
+            extra.unlink(missing_ok=True)
+        removed.append(d)
+    return removed
 
 
 # Counters of the engine's summary printed when non-zero: key -> what N of them are.
