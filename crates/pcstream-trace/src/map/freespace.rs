@@ -34,16 +34,6 @@ fn chunk_at(p: u64, end: u64) -> u64 {
 /// (`mb_min_to_scan`).
 const MIN_TO_SCAN: u32 = 10;
 
-/// The passes of one criterion over the groups: with order lists, one per order from `from` up
-/// (the groups filed under it); else a single pass over every group (`None`).
-fn passes(optimize: bool, from: u32) -> Vec<Option<u32>> {
-    if optimize {
-        (from..=MAX_BUDDY_ORDER).map(Some).collect()
-    } else {
-        vec![None]
-    }
-}
-
 /// The order under which mballoc files an average fragment of `len` blocks, and from which it
 /// looks for a request of `len` blocks (`mb_avg_fragment_size_order`: `fls(len) - 2`).
 fn fragment_order(len: u64) -> u32 {
@@ -303,37 +293,52 @@ impl FreeSpace {
         let optimize = groups >= LINEAR_SCAN_THRESHOLD;
         if want >= 2 && want.is_power_of_two() && want <= 1 << MAX_BUDDY_ORDER {
             let need = want.trailing_zeros();
-            for order in passes(optimize, need) {
-                for i in 0..groups {
-                    let g = order_of(i);
-                    if (g as u32).is_multiple_of(FLEX_GROUPS) || self.group_free[g] < want {
-                        continue;
-                    }
-                    let Some(largest) = self.largest_order(g) else {
-                        continue;
-                    };
-                    if order.map_or(largest >= need, |o| largest == o) {
-                        if let Some(s) = self.buddy_in_group(g, want) {
-                            return Some((s, want));
-                        }
+            // With order lists: the group of the smallest sufficient order, the first from the
+            // goal on among equals (one pass, as the lists give it); else the first group.
+            let mut pick: Option<(u32, usize)> = None; // (order, group)
+            for i in 0..groups {
+                let g = order_of(i);
+                if (g as u32).is_multiple_of(FLEX_GROUPS) || self.group_free[g] < want {
+                    continue;
+                }
+                let Some(largest) = self.largest_order(g) else {
+                    continue;
+                };
+                if largest >= need && pick.is_none_or(|(o, _)| largest < o) {
+                    pick = Some((largest, g));
+                    if !optimize || largest == need {
+                        break;
                     }
                 }
             }
-        }
-        let mut measured = 0;
-        for order in passes(optimize, fragment_order(want)) {
-            for i in 0..groups {
-                let g = order_of(i);
-                if self.group_free[g] < want {
-                    continue;
-                }
-                let avg = self.avg_fragment(g);
-                if avg < want || order.is_some_and(|o| fragment_order(avg) != o) {
-                    continue;
-                }
-                if let Some(s) = self.best_fit_in_group(g, want, false, &mut measured) {
+            if let Some((_, g)) = pick {
+                if let Some(s) = self.buddy_in_group(g, want) {
                     return Some((s, want));
                 }
+            }
+        }
+        let mut pick: Option<(u32, usize)> = None; // (average fragment's order, group)
+        for i in 0..groups {
+            let g = order_of(i);
+            if self.group_free[g] < want {
+                continue;
+            }
+            let avg = self.avg_fragment(g);
+            if avg < want {
+                continue;
+            }
+            let order = fragment_order(avg);
+            if pick.is_none_or(|(o, _)| order < o) {
+                pick = Some((order, g));
+                if !optimize || order <= fragment_order(want) {
+                    break;
+                }
+            }
+        }
+        if let Some((_, g)) = pick {
+            let mut measured = 0;
+            if let Some(s) = self.best_fit_in_group(g, want, false, &mut measured) {
+                return Some((s, want));
             }
         }
         let mut measured = 0;
