@@ -231,9 +231,15 @@ impl FreeSpace {
             return Some(found);
         }
         // Nothing large enough anywhere: the first free extent after the goal, any length.
+        self.partial_from(goal, want)
+    }
+
+    /// A partial allocation when nothing holds `want` blocks: the first free extent at or after
+    /// `start` (wrapping to the first of the file system), at most `want` of it.
+    fn partial_from(&self, start: u64, want: u64) -> Option<(u64, u64)> {
         let (&s, &l) = self
             .ext
-            .range(goal..)
+            .range(start..)
             .next()
             .or_else(|| self.ext.iter().next())?;
         Some((s, l.min(want)))
@@ -261,12 +267,7 @@ impl FreeSpace {
         if let Some(s) = found {
             return Some((s, want));
         }
-        let (&s, &l) = self
-            .ext
-            .range(goal..)
-            .next()
-            .or_else(|| self.ext.iter().next())?;
-        Some((s, l.min(want)))
+        self.partial_from(goal, want)
     }
 
     /// Where mballoc's group scan puts `want` blocks, from group `from_group` on, wrapping; the
@@ -481,12 +482,7 @@ impl FreeSpace {
         }
         // Nothing large enough anywhere: the first free extent from that group on, any length.
         let start = from_group as u64 % self.group_free.len() as u64 * BLOCKS_PER_GROUP;
-        let (&s, &l) = self
-            .ext
-            .range(start..)
-            .next()
-            .or_else(|| self.ext.iter().next())?;
-        Some((s, l.min(want)))
+        self.partial_from(start, want)
     }
 }
 
@@ -621,6 +617,11 @@ mod tests {
         );
     }
 
+    /// Block `off` of group `g`.
+    fn at(g: u64, off: u64) -> u64 {
+        g * BLOCKS_PER_GROUP + off
+    }
+
     /// A free space of `groups` groups where group g (g > 0) is used except for `holes[g]`
     /// (start offset in the group, length).
     fn shaped(groups: u64, holes: &[(usize, u64, u64)]) -> FreeSpace {
@@ -646,14 +647,11 @@ mod tests {
         // the smallest that holds 512 is taken, not the first free extent.
         let mut f = shaped(12, &[(2, 1024, 1024), (2, 8192, 512), (3, 0, 512)]);
         let (s, n) = f.find_in_groups(512, 1).unwrap();
-        assert_eq!((s, n), (2 * BLOCKS_PER_GROUP + 8192, 512));
+        assert_eq!((s, n), (at(2, 8192), 512));
         // From group 0 itself as the goal: still not group 0.
-        assert_eq!(
-            f.find_in_groups(512, 0).unwrap().0,
-            2 * BLOCKS_PER_GROUP + 8192
-        );
+        assert_eq!(f.find_in_groups(512, 0).unwrap().0, at(2, 8192));
         // From group 3 on, group 3's chunk.
-        assert_eq!(f.find_in_groups(512, 3).unwrap().0, 3 * BLOCKS_PER_GROUP);
+        assert_eq!(f.find_in_groups(512, 3).unwrap().0, at(3, 0));
         // Nothing off group 0 holds 4096 aligned blocks: the next criterion (average fragment)
         // finds group 0, whose free space is one large extent.
         assert!(f.find_in_groups(4096, 1).unwrap().0 < BLOCKS_PER_GROUP);
@@ -667,11 +665,8 @@ mod tests {
         let mut holes = vec![(2, 0, 1200), (3, 5000, 1200)];
         holes.extend((0..10).map(|i| (2, 2000 + i * 100, 10)));
         let mut f = shaped(12, &holes);
-        assert_eq!(
-            f.find_in_groups(1126, 2).unwrap().0,
-            3 * BLOCKS_PER_GROUP + 5000
-        );
-        assert_eq!(f.find_in_groups(100, 2).unwrap().0, 2 * BLOCKS_PER_GROUP);
+        assert_eq!(f.find_in_groups(1126, 2).unwrap().0, at(3, 5000));
+        assert_eq!(f.find_in_groups(100, 2).unwrap().0, at(2, 0));
     }
 
     #[test]
@@ -680,23 +675,17 @@ mod tests {
         // power of two) measures them as 4,096 and 512 and takes the smaller, where first fit
         // would split the large run.
         let mut f = shaped(12, &[(2, 0, 4096), (2, 8192, 512)]);
-        assert_eq!(
-            f.find_in_groups(300, 2).unwrap().0,
-            2 * BLOCKS_PER_GROUP + 8192
-        );
+        assert_eq!(f.find_in_groups(300, 2).unwrap().0, at(2, 8192));
         // Eleven runs of 400 blocks before a run of exactly 300: after ten runs measured
         // mballoc settles for the best so far.
         let mut holes: Vec<(usize, u64, u64)> = (0..11).map(|i| (2, i * 1024, 400)).collect();
         holes.push((2, 16_384, 300));
         let mut f = shaped(12, &holes);
-        let s = f.find_in_groups(300, 2).unwrap().0 - 2 * BLOCKS_PER_GROUP;
+        let s = f.find_in_groups(300, 2).unwrap().0 - at(2, 0);
         assert!(s < 16_384 && s.is_multiple_of(1024), "{s}");
         // With fewer runs before it, the exact one is found.
         let mut f = shaped(12, &[(2, 0, 400), (2, 1024, 400), (2, 16_384, 300)]);
-        assert_eq!(
-            f.find_in_groups(300, 2).unwrap().0,
-            2 * BLOCKS_PER_GROUP + 16_384
-        );
+        assert_eq!(f.find_in_groups(300, 2).unwrap().0, at(2, 16_384));
     }
 
     #[test]
@@ -705,15 +694,9 @@ mod tests {
         // 512. From the goal group 4, the linear scan would take group 5; the lists take the
         // group whose largest chunk is the smallest that fits.
         let mut f = shaped(20, &[(5, 0, 2048), (9, 4096, 512)]);
-        assert_eq!(
-            f.find_in_groups(512, 4).unwrap().0,
-            9 * BLOCKS_PER_GROUP + 4096
-        );
+        assert_eq!(f.find_in_groups(512, 4).unwrap().0, at(9, 4096));
         let mut linear = shaped(12, &[(5, 0, 2048), (9, 4096, 512)]);
-        assert_eq!(
-            linear.find_in_groups(512, 4).unwrap().0,
-            5 * BLOCKS_PER_GROUP
-        );
+        assert_eq!(linear.find_in_groups(512, 4).unwrap().0, at(5, 0));
     }
 
     fn f_first(l: &Layout, g: u32) -> u64 {
