@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, mapping
-from pcstream.errors import CliError, classify
+from pcstream.errors import CliError, Terminated, classify
+from pcstream.outputs import atomic_write
 from pcstream.workloads import recording
 from pcstream.workloads.packages import package_versions
 from pcstream.workloads.recipes import (
@@ -122,6 +123,16 @@ def recorded(manifest: dict[str, Any], name: str, file_trace: Path) -> dict[str,
     return {"record": prior["record"], "record_wall_s": prior["record_wall_s"]}
 
 
+def save_manifest(out_dir: Path, manifest: dict[str, Any], failed: dict[str, str]) -> None:
+    """Write DIR/manifest.json with the environment, the traces' total size and the failures."""
+    manifest["environment"] = environment()
+    manifest["ssd"] = SUITE_SSD
+    manifest["total_bytes"] = sum(t["bytes"] for t in manifest["traces"].values())
+    manifest["failed"] = failed
+    with atomic_write(str(out_dir / MANIFEST)) as f:
+        f.write(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
 def record_suite(
     out_dir: Path,
     names: tuple[str, ...] = SUITE,
@@ -164,7 +175,7 @@ def record_suite(
                 try:
                     summary = recording.map_recipe(r, file_trace, block, capacity_pages, opts, bar, age)
                 except Exception as e:  # noqa: BLE001 - one mode's mapping; see below
-                    known = classify(e)
+                    known = None if isinstance(e, Terminated) else classify(e)
                     if known is None:
                         raise
                     block.unlink(missing_ok=True)
@@ -179,7 +190,8 @@ def record_suite(
         except Exception as e:  # noqa: BLE001 - any user-facing failure of one recipe
             # A recipe that fails (its program, its checks, or the engine mapping its trace,
             # e.g. a file system too small for what it wrote) is listed; the others still run.
-            known = classify(e)
+            # SIGTERM stops the whole suite, as it stops any other command.
+            known = None if isinstance(e, Terminated) else classify(e)
             if known is None:
                 raise
             for _, suffix in modes:
@@ -192,11 +204,10 @@ def record_suite(
         # The program's log is kept only when it or a mapping failed (it says what the program wrote).
         if mapped_all:
             (out_dir / f"{name}.log").unlink(missing_ok=True)
-    manifest["environment"] = environment()
-    manifest["ssd"] = SUITE_SSD
-    manifest["total_bytes"] = sum(t["bytes"] for t in manifest["traces"].values())
-    manifest["failed"] = failed
-    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        # Saved after every recipe, so a suite stopped part-way keeps the manifest entries of the
+        # traces it did replace.
+        save_manifest(out_dir, manifest, failed)
+    save_manifest(out_dir, manifest, failed)
     if manifest["total_bytes"] > BUDGET:
         say(
             f"warning: the bundle weighs {manifest['total_bytes'] / 1e6:.1f} MB, above the "

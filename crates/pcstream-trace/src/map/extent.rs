@@ -23,6 +23,15 @@ impl Extent {
     pub fn end(&self) -> u64 {
         self.logical + self.len
     }
+
+    /// Whether `next` continues this extent on disk, of the same kind, within one extent's length.
+    #[inline]
+    fn joins(&self, next: &Extent) -> bool {
+        self.end() == next.logical
+            && self.phys + self.len == next.phys
+            && self.unwritten == next.unwritten
+            && self.len + next.len <= MAX_EXTENT_BLOCKS
+    }
 }
 
 /// The extents of one file, sorted by logical block, non-overlapping.
@@ -91,27 +100,21 @@ impl ExtentMap {
             i >= self.ext.len() || self.ext[i].logical >= logical + len,
             "mapping over a mapped block"
         );
-        let joins = |a: &Extent, b: &Extent| {
-            a.end() == b.logical
-                && a.phys + a.len == b.phys
-                && a.unwritten == b.unwritten
-                && a.len + b.len <= MAX_EXTENT_BLOCKS
-        };
         let new = Extent {
             logical,
             phys,
             len,
             unwritten,
         };
-        if i > 0 && joins(&self.ext[i - 1], &new) {
+        if i > 0 && self.ext[i - 1].joins(&new) {
             self.ext[i - 1].len += len;
-            if i < self.ext.len() && joins(&self.ext[i - 1], &self.ext[i]) {
+            if i < self.ext.len() && self.ext[i - 1].joins(&self.ext[i]) {
                 self.ext[i - 1].len += self.ext[i].len;
                 self.ext.remove(i);
             }
             return i - 1;
         }
-        if i < self.ext.len() && joins(&new, &self.ext[i]) {
+        if i < self.ext.len() && new.joins(&self.ext[i]) {
             self.ext[i].logical = logical;
             self.ext[i].phys = phys;
             self.ext[i].len += len;
@@ -171,7 +174,8 @@ impl ExtentMap {
     /// Mark `[from, to)` written (converting unwritten extents, splitting them as needed);
     /// returns whether anything changed.
     pub fn mark_written(&mut self, from: u64, to: u64) -> bool {
-        let mut changed = false;
+        // The indices of the first and past the last extent rewritten, to merge around them.
+        let mut changed: Option<(usize, usize)> = None;
         let mut i = self.first_ending_after(from);
         while i < self.ext.len() && self.ext[i].logical < to {
             let e = self.ext[i];
@@ -179,7 +183,6 @@ impl ExtentMap {
                 i += 1;
                 continue;
             }
-            changed = true;
             let a = from.max(e.logical);
             let b = to.min(e.end());
             let mut parts = Vec::with_capacity(3);
@@ -205,30 +208,33 @@ impl ExtentMap {
             }
             let n = parts.len();
             self.ext.splice(i..=i, parts);
+            changed = Some((changed.map_or(i, |(lo, _)| lo), i + n));
             i += n;
         }
-        if changed {
-            self.merge_all();
+        if let Some((lo, hi)) = changed {
+            self.merge_around(lo, hi);
         }
-        changed
+        changed.is_some()
     }
 
-    fn merge_all(&mut self) {
-        let mut out: Vec<Extent> = Vec::with_capacity(self.ext.len());
-        for e in self.ext.drain(..) {
+    /// Merge contiguous extents of the same kind among `ext[lo..hi]` and their two neighbours,
+    /// as ext4 merges a converted extent with the extents beside it. Only the rewritten run is
+    /// visited: a whole-map pass per write made random writes into a fallocated file quadratic
+    /// (a 1000 MiB fio file: 3 minutes to map).
+    fn merge_around(&mut self, lo: usize, hi: usize) {
+        let start = lo.saturating_sub(1);
+        let end = (hi + 1).min(self.ext.len());
+        let mut out: Vec<Extent> = Vec::with_capacity(end - start);
+        for &e in &self.ext[start..end] {
             if let Some(p) = out.last_mut() {
-                if p.end() == e.logical
-                    && p.phys + p.len == e.phys
-                    && p.unwritten == e.unwritten
-                    && p.len + e.len <= MAX_EXTENT_BLOCKS
-                {
+                if p.joins(&e) {
                     p.len += e.len;
                     continue;
                 }
             }
             out.push(e);
         }
-        self.ext = out;
+        self.ext.splice(start..end, out);
     }
 
     /// Blocks mapped.
@@ -283,6 +289,40 @@ mod tests {
         assert!(m.mark_written(0, 10));
         assert_eq!(m.len(), 1);
         assert!(!m.mark_written(0, 10));
+    }
+
+    #[test]
+    fn random_writes_into_fallocated_space_stay_merged() {
+        // A fallocated file written at random, as fio lays out and writes its file: after every
+        // write the map must say which blocks are written and hold no two extents that join.
+        const BLOCKS: u64 = 4096;
+        let mut m = ExtentMap::default();
+        m.insert(0, 10_000, BLOCKS, true);
+        let mut written = vec![false; BLOCKS as usize];
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for step in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let from = x % BLOCKS;
+            let to = (from + 1 + (x >> 40) % 4).min(BLOCKS);
+            let fresh = written[from as usize..to as usize].iter().any(|w| !w);
+            assert_eq!(m.mark_written(from, to), fresh, "step {step}");
+            written[from as usize..to as usize].fill(true);
+            let ext: Vec<Extent> = m.iter().copied().collect();
+            assert!(
+                ext.windows(2).all(|w| !w[0].joins(&w[1])),
+                "step {step}: unmerged {ext:?}"
+            );
+            for e in &ext {
+                assert_eq!(e.phys - 10_000, e.logical, "step {step}");
+                let w = &written[e.logical as usize..e.end() as usize];
+                assert!(w.iter().all(|&b| b == !e.unwritten), "step {step}: {e:?}");
+            }
+            assert_eq!(m.mapped_blocks(), BLOCKS);
+        }
+        assert!(written.iter().all(|&w| w), "the walk wrote every block");
+        assert_eq!(m.len(), 1, "every block written: one extent");
     }
 
     #[test]
