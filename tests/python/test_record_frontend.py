@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,20 @@ def test_the_runner_returns_the_status_and_forwards_signals_that_came_first(tmp_
     runner.run(["sh", "-c", f"ps -o pid=,pgid= -p $$ > {out}"])
     pid, pgid = out.read_text().split()
     assert pid == pgid and int(pgid) != os.getpgrp()
+
+
+def test_the_runner_says_which_signals_it_forwarded() -> None:
+    # A SIGTERM to us while the command runs goes to the command, and run() says so afterwards
+    # (the workload suite stops on it); a command that kills itself forwarded nothing.
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        assert runner.run(["sleep", "20"]) == 128 + signal.SIGTERM
+    finally:
+        timer.cancel()
+    assert runner.last_forwarded == (signal.SIGTERM,)
+    assert runner.run(["sh", "-c", "kill -TERM $$"]) == 128 + signal.SIGTERM
+    assert runner.last_forwarded == ()
 
 
 class Terminal:

@@ -6,14 +6,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import signal
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pcstream import api, mapping
-from pcstream.errors import CliError
+from pcstream.errors import CliError, Terminated
+from pcstream.record import filetrace, runner
 from pcstream.units import parse_size
 from pcstream.workloads import bundle, fileops, packages, recording, tpcc_sqlite
 from pcstream.workloads.recipes import RECIPES, Recipe, deletes_files, files_matching
@@ -191,6 +194,56 @@ def test_the_suite_keeps_going_after_a_failure(tmp_path: Path, monkeypatch: pyte
         "missing.log",
     ]
     assert m["total_bytes"] == block.stat().st_size + (out / "good.nodiscard.parquet").stat().st_size
+
+
+def test_sigterm_stops_the_suite_and_keeps_the_manifest_of_what_it_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recipes = {
+        n: Recipe(
+            n, "varmail", (), f"{PY} -m pcstream.workloads.fileops varmail --loops 300 --rate 1000 --dir mail"
+        )
+        for n in ("first", "second", "third")
+    }
+    monkeypatch.setattr(bundle, "RECIPES", recipes)
+    map_recipe = recording.map_recipe
+
+    def terminated_on_second(r: Recipe, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        if r.name == "second":
+            raise Terminated()
+        return map_recipe(r, *args, **kwargs)
+
+    monkeypatch.setattr(recording, "map_recipe", terminated_on_second)
+    out = tmp_path / "traces"
+    said: list[str] = []
+    with pytest.raises(Terminated):
+        bundle.record_suite(
+            out, names=("first", "second", "third"), capacity_pages=parse_size("small"),
+            modes=(("discard", ""),), say=said.append, age=mapping.Aging(None),
+        )  # fmt: skip
+    # The suite stopped at the signal: the third recipe never ran, and no failure was recorded
+    # as if the suite had gone on; the first recipe's trace is in the manifest on disk.
+    assert not any(s.startswith("[3/3]") for s in said) and not any("FAILED" in s for s in said)
+    m = json.loads((out / bundle.MANIFEST).read_text())
+    assert list(m["traces"]) == ["first"] and not m["failed"]
+    assert (out / "first.parquet").is_file() and not (out / "second.parquet").exists()
+
+
+def test_a_signal_during_a_recipes_program_stops_the_suite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The program ended by a forwarded SIGTERM: the cut-off trace is removed and the suite stops
+    # (record itself keeps such a trace; a suite must not bundle it as the recipe's).
+    def terminated(cmd: list[str], out: Path, **_: Any) -> tuple[int, dict[str, Any]]:
+        out.write_bytes(b"partial")
+        monkeypatch.setattr(runner, "last_forwarded", (signal.SIGTERM,))
+        return 128 + signal.SIGTERM, {}
+
+    monkeypatch.setattr(filetrace, "record", terminated)
+    r = Recipe("cut", "a program stopped by SIGTERM", (), "sleep 60")
+    with pytest.raises(Terminated):
+        recording.run_recipe(r, tmp_path)
+    assert not (tmp_path / "cut.file.parquet").exists()
 
 
 def test_the_suite_is_listed() -> None:

@@ -26,6 +26,9 @@ from pathlib import Path
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # After a forwarded signal ended the program: how long the rest of its group may take to end.
 GROUP_GRACE_S = 5.0
+# The signals forwarded during the last run(): record writes its trace whatever ended the program,
+# but a caller running several programs (the workload suite) stops when it was told to.
+last_forwarded: tuple[int, ...] = ()
 
 
 def exit_status(waitstatus: int) -> int:
@@ -132,7 +135,9 @@ def _wait(pid: int, terminal: int | None) -> int:
 
 def run(cmd: list[str], env: Mapping[str, str] | None = None, cwd: Path | None = None) -> int:
     """Run ``cmd`` in a process group of its own (see the module's doc) and return its exit status:
-    the exit code, or 128+N when signal N ended it."""
+    the exit code, or 128+N when signal N ended it. The signals forwarded are in ``last_forwarded``."""
+    global last_forwarded
+    last_forwarded = ()
     terminal = _foreground_terminal()
     target: list[int] = []
     forwarded: list[int] = []
@@ -157,4 +162,5 @@ def run(cmd: list[str], env: Mapping[str, str] | None = None, cwd: Path | None =
             if proc.returncode is None:  # interrupted by an exception: do not leave it running
                 _signal_group(proc.pid, signal.SIGTERM)
                 proc.wait()
+            last_forwarded = tuple(forwarded)
     return exit_status(status)

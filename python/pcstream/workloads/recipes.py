@@ -195,11 +195,12 @@ def gcc(rounds: int) -> str:
     return GCC.replace("ROUNDS", str(rounds))
 
 
-# fio: an 800 MiB file (most of the aged file system's free space), laid out first, then 40 s of
-# random 4 KiB writes at 40 MiB/s (1.6 GiB, 1.4x the free space): each random page is a row of
-# its own in the block trace, and 3x the free space made 2.5 MB per trace and mode, a third of
-# the bundle's budget for the five fio recipes alone.
-FIO_FILE = "800M"
+# fio: a 1000 MiB file (seven eighths of the aged file system's free space, as the seeds' workloads
+# fill most of it), laid out first, then 40 s of random 4 KiB writes at 40 MiB/s (1.6 GiB, 1.4x the
+# free space): each random page is a row of its own in the block trace, and 3x the free space made
+# 2.5 MB per trace and mode, a third of the bundle's budget for the five fio recipes alone.
+FIO_MIB = 1000
+FIO_FILE = f"{FIO_MIB}M"
 
 
 def fio(dist: str) -> str:
@@ -210,9 +211,16 @@ def fio(dist: str) -> str:
     )
 
 
-# The TPC-C-like SQLite database: 20 warehouses of 20,000 items and 10 x 1,000 customers, about
-# 350 MB (17.5 MB per warehouse), loaded in the recorded run.
-TPCC = "--warehouses 20 --items 20000 --customers 1000"
+# The TPC-C-like SQLite database: warehouses of 20,000 items and 10 x 1,000 customers, 17.1 MB each,
+# loaded in the recorded run (50 warehouses: 855 MB, three quarters of the aged file system's free
+# space, loaded in about 5 minutes on 2 cores).
+TPCC_WAREHOUSES = 50
+# Mixed 2's database shares the free space with the kernel build's objects.
+MIXED2_WAREHOUSES = 40
+
+
+def tpcc(warehouses: int = TPCC_WAREHOUSES) -> str:
+    return f"--warehouses {warehouses} --items 20000 --customers 1000"
 
 
 RECIPES: dict[str, Recipe] = {
@@ -251,7 +259,7 @@ RECIPES: dict[str, Recipe] = {
             (),
             # 30 s bring about 2x the free space to the device (60 s: 4x, and 4.5 MB per trace and
             # mode: each transaction's journal is a new file, a row of the trace's file table).
-            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 30 {TPCC}",
+            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 30 {tpcc()}",
             (files_matching("tpcc.db-journal"), deletes_files(100)),
             seconds=200,
         ),
@@ -259,7 +267,7 @@ RECIPES: dict[str, Recipe] = {
             "sqlite-tpcc-wal",
             "SQLite TPC-C-like in WAL mode (WAL appends and checkpoints)",
             (),
-            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 {TPCC} --journal wal",
+            f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 {tpcc()} --journal wal",
             (files_matching("tpcc.db-wal"),),
             seconds=200,
         ),
@@ -294,7 +302,8 @@ RECIPES: dict[str, Recipe] = {
             "mixed2",
             "Mixed 2: SQLite TPC-C-like (40 s) and the GCC rebuild loop (8 rounds) at the same time",
             KERNEL_PKGS,
-            f"( {PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 40 {TPCC} ) & ( {gcc(8)} ) & wait",
+            f"( {PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 40 {tpcc(MIXED2_WAREHOUSES)} ) "
+            f"& ( {gcc(8)} ) & wait",
             (files_matching("tpcc.db-journal"), files_matching(".o", 10)),
             setup=GCC_SETUP,
             seconds=300,
@@ -302,7 +311,8 @@ RECIPES: dict[str, Recipe] = {
         *[
             Recipe(
                 f"fio-{label}",
-                f"fio random 4 KiB writes over an 800 MiB file, {label} distribution (FEMU hot/cold study)",
+                f"fio random 4 KiB writes over a {FIO_MIB} MiB file, {label} distribution "
+                "(FEMU hot/cold study)",
                 (("fio", "fio"),),
                 fio(dist),
                 (writes_bytes(50 << 20),),

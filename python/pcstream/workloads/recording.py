@@ -6,6 +6,7 @@ it to the block trace of the SSD the recipe is sized for (docs/WORKLOADS.md).
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -13,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, mapping, tracemeta
-from pcstream.errors import EXIT_FAILURE, EXIT_USAGE, CliError, prepare_output
-from pcstream.record import filetrace
+from pcstream.errors import EXIT_FAILURE, EXIT_USAGE, CliError, Terminated, prepare_output
+from pcstream.record import filetrace, runner
 from pcstream.units import parse_size
 from pcstream.workloads.packages import ensure_packages
 from pcstream.workloads.recipes import RECIPES, Recipe
@@ -123,6 +124,12 @@ def run_recipe(
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
     wall = time.monotonic() - t0
+    if runner.last_forwarded:
+        # Told to stop while the program ran: the trace holds a cut-off run, not the recipe's.
+        file_trace.unlink(missing_ok=True)
+        if signal.SIGTERM in runner.last_forwarded:
+            raise Terminated()
+        raise KeyboardInterrupt
     if status != 0:
         last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
         raise CliError(
