@@ -115,6 +115,27 @@ def test_a_miss_says_why_from_the_data(tmp_path: Path) -> None:
     assert "### discard\n\n* GC had little to do (baseline WAF < 1.05)" in text
 
 
+def test_workloads_below_the_bound_say_how_much_they_wrote(tmp_path: Path) -> None:
+    dev = {"physical_pages": 3_145_728, "aged_pages": 2_879_289}  # 266,439 pages free at the start
+    rows = [
+        row("gcc.nodiscard", "baseline", 1.0, host_pages=1_000, gc_pages=0, **dev),
+        row("fio-normal.nodiscard", "baseline", 1.1, host_pages=532_878, gc_pages=53_288, **dev),
+        row("fio-uniform.nodiscard", "baseline", 1.9, host_pages=532_878, gc_pages=479_590, **dev),
+    ]
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "RESULTS.md"
+    assert suite_results.main([str(results), "-o", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    short = [x for x in lines if "host pages, " in x]
+    gcc = next(x for x in short if x.startswith("* gcc (baseline WAF 1.000): "))
+    assert "1,000 host pages, 0.00× the 266,439 pages free" in gcc and "GC never had to make room" in gcc
+    fio = next(x for x in short if x.startswith("* fio-normal (baseline WAF 1.100): "))
+    assert "2.00× the 266,439 pages free" in fio and "GC copied 0.10 pages per host page" in fio
+    # A workload at or above the bound is in the answer, not among the short ones.
+    assert len(short) == 2 and not any(x.startswith("* fio-uniform") for x in short)
+
+
 def test_missing_results_file_is_one_line(tmp_path: Path, capsys) -> None:
     assert suite_results.main([str(tmp_path / "none.jsonl")]) == 2
     err = capsys.readouterr().err
