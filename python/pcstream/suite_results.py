@@ -364,7 +364,7 @@ def short(by: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
             out.append(f"* {w} (baseline WAF {b['waf']:.3f}): the run's page counts are not in the results")
             continue
         why = (
-            "its writes fit in the free space, so GC never had to make room"
+            "its writes did not exceed the free space, so GC had little to reclaim"
             if host <= free
             else "the pages GC found in its victims were mostly dead already"
         )

@@ -257,11 +257,11 @@ RECIPES: dict[str, Recipe] = {
             "sqlite-tpcc",
             "SQLite TPC-C-like (New-Order, Payment, Delivery, ...) with the rollback journal",
             (),
-            # 30 s bring about 2x the free space to the device (60 s: 4x, and 4.5 MB per trace and
-            # mode: each transaction's journal is a new file, a row of the trace's file table).
+            # The load and 30 s bring 2.3x the free space to the device: each transaction's journal
+            # is a new file, a row of the trace's file table (2 MB per trace and mode).
             f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 30 {tpcc()}",
             (files_matching("tpcc.db-journal"), deletes_files(100)),
-            seconds=200,
+            seconds=320,
         ),
         Recipe(
             "sqlite-tpcc-wal",
@@ -269,7 +269,7 @@ RECIPES: dict[str, Recipe] = {
             (),
             f"{PY} -m pcstream.workloads.tpcc_sqlite tpcc.db --duration 60 {tpcc()} --journal wal",
             (files_matching("tpcc.db-wal"),),
-            seconds=200,
+            seconds=300,
         ),
         Recipe(
             "pgbench",
@@ -306,7 +306,7 @@ RECIPES: dict[str, Recipe] = {
             f"& ( {gcc(8)} ) & wait",
             (files_matching("tpcc.db-journal"), files_matching(".o", 10)),
             setup=GCC_SETUP,
-            seconds=300,
+            seconds=360,
         ),
         *[
             Recipe(
