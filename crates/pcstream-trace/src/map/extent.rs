@@ -317,7 +317,7 @@ mod tests {
             for e in &ext {
                 assert_eq!(e.phys - 10_000, e.logical, "step {step}");
                 let w = &written[e.logical as usize..e.end() as usize];
-                assert!(w.iter().all(|&b| b == !e.unwritten), "step {step}: {e:?}");
+                assert!(w.iter().all(|&b| b != e.unwritten), "step {step}: {e:?}");
             }
             assert_eq!(m.mapped_blocks(), BLOCKS);
         }
