@@ -133,6 +133,12 @@ def save_manifest(out_dir: Path, manifest: dict[str, Any], failed: dict[str, str
         f.write(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
+def failure(e: Exception) -> tuple[str, int] | None:
+    """What a recipe's failure says (None: not a failure of one recipe, so it propagates). SIGTERM
+    stops the whole suite, as it stops any other command."""
+    return None if isinstance(e, Terminated) else classify(e)
+
+
 def record_suite(
     out_dir: Path,
     names: tuple[str, ...] = SUITE,
@@ -175,7 +181,7 @@ def record_suite(
                 try:
                     summary = recording.map_recipe(r, file_trace, block, capacity_pages, opts, bar, age)
                 except Exception as e:  # noqa: BLE001 - one mode's mapping; see below
-                    known = None if isinstance(e, Terminated) else classify(e)
+                    known = failure(e)
                     if known is None:
                         raise
                     block.unlink(missing_ok=True)
@@ -190,8 +196,7 @@ def record_suite(
         except Exception as e:  # noqa: BLE001 - any user-facing failure of one recipe
             # A recipe that fails (its program, its checks, or the engine mapping its trace,
             # e.g. a file system too small for what it wrote) is listed; the others still run.
-            # SIGTERM stops the whole suite, as it stops any other command.
-            known = None if isinstance(e, Terminated) else classify(e)
+            known = failure(e)
             if known is None:
                 raise
             for _, suffix in modes:
