@@ -304,7 +304,14 @@ def run(cmd: list[str], table: str | Path, ssd: str = "paper") -> tuple[int, dic
 
     resolved = resolve(table, ssd)
     shim = filetrace.shim_path()
-    early = [w for w in [filetrace.static_warning(filetrace.check_command(cmd))] if w]
+    early = [
+        w
+        for w in [
+            filetrace.static_warning(filetrace.check_command(cmd)),
+            filetrace.private_shim_warning(shim),
+        ]
+        if w
+    ]
     if not resolved.signature_stored:
         early.append(
             f"{table}: the table does not say which signature method learned it; using "

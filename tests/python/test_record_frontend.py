@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -158,6 +159,30 @@ def test_the_runner_returns_the_status_and_forwards_signals_that_came_first(tmp_
     runner.run(["sh", "-c", f"ps -o pid=,pgid= -p $$ > {out}"])
     pid, pgid = out.read_text().split()
     assert pid == pgid and int(pgid) != os.getpgrp()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can drop privileges; the warning is for root")
+def test_a_shim_other_users_cannot_reach_is_warned_about() -> None:
+    # A program that drops root privileges loses a preload it cannot read, and ld.so says nothing.
+    # (Under /tmp, which everyone can search: pytest's own tmp_path is private to root.)
+    with tempfile.TemporaryDirectory() as top:
+        base = Path(top)
+        base.chmod(0o755)
+        home = base / "private"
+        home.mkdir()
+        shim = home / "pcshim.so"
+        shim.write_bytes(b"")
+        shim.chmod(0o644)
+        home.chmod(0o700)
+        warning = filetrace.private_shim_warning(shim)
+        assert warning is not None and f"{home} is not searchable by other users" in warning
+        assert f"chmod o+x {home}" in warning
+        home.chmod(0o755)
+        shim.chmod(0o600)
+        warning = filetrace.private_shim_warning(shim)
+        assert warning is not None and f"{shim} is not readable by other users" in warning
+        shim.chmod(0o644)
+        assert filetrace.private_shim_warning(shim) is None
 
 
 def test_the_runner_says_which_signals_it_forwarded() -> None:

@@ -155,8 +155,9 @@ def command(
         where = Path(output or BLOCK_DEFAULT_OUT)
         pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
         static = filetrace.static_warning(filetrace.check_command(list(cmd)))
-        if static:
-            warn(static)
+        for early in (static, filetrace.private_shim_warning(filetrace.shim_path())):
+            if early:
+                warn(early)
         status, summary = blockcapture.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
             symbol_dirs=dirs, age=mapping.Aging(age, age_seed, age_churn) if age is not None else None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -85,6 +86,25 @@ def static_warning(program: str) -> str | None:
     )
 
 
+def private_shim_warning(shim: Path) -> str | None:
+    """As root, a warning when other users cannot load ``shim`` (a directory on its path they
+    cannot search, or the file they cannot read): a program that drops root privileges (runuser,
+    su, a server that switches to its own user) then runs without the preload, and the dynamic
+    linker says nothing about it."""
+    if os.geteuid() != 0:
+        return None
+    for p in [shim, *shim.parents]:
+        is_file = p == shim
+        if not p.stat().st_mode & (stat.S_IROTH if is_file else stat.S_IXOTH):
+            what, bit = ("readable", "r") if is_file else ("searchable", "x")
+            return (
+                f"{p} is not {what} by other users: a program that drops root privileges (runuser, "
+                f"su, a server's own user) runs without the shim {shim}, silently; 'chmod o+{bit} {p}' "
+                "or a checkout other users can reach fixes it"
+            )
+    return None
+
+
 def run_under_shim(
     cmd: list[str],
     logdir: Path,
@@ -138,7 +158,7 @@ def record(
         raise CliError(f"--frames {frames}: out of range; use 1..64", EXIT_USAGE)
     shim = shim_path()
     _check_output(out)
-    early = [w for w in [static_warning(check_command(cmd))] if w]
+    early = [w for w in [static_warning(check_command(cmd)), private_shim_warning(shim)] if w]
     for warning in early:
         if say is not None:
             say(warning)
