@@ -11,10 +11,6 @@ from support import ROOT
 
 TRACES = sorted((ROOT / "traces").glob("*.parquet"))
 BOUND = 1.02
-# The documented misses (docs/POLICIES.md, "Streams cost space"), each held to what it measures
-# now so that it cannot grow unnoticed: fio's one PC beside the file system's journal, whose
-# narrower lifetimes sit inside the data's, gets a stream of its own that costs more than it saves.
-MISSES = {"fio-pareto0.5.nodiscard": 1.03}
 
 
 @pytest.mark.skipif(not TRACES, reason="no bundled traces in traces/")
@@ -24,7 +20,6 @@ def test_pc_policies_do_not_lose_to_baseline(trace) -> None:
         return api.simulate(str(trace), policy, ssd="paper", timing=False)["waf"]
 
     base = waf("baseline")
-    bound = MISSES.get(trace.name.removesuffix(".parquet"), BOUND)
     for policy in ("pcstream-star", "pcstream"):
         w = waf(policy)
-        assert w <= bound * base, f"{trace.name}: {policy} {w:.3f} > {bound} × baseline {base:.3f}"
+        assert w <= BOUND * base, f"{trace.name}: {policy} {w:.3f} > {BOUND} × baseline {base:.3f}"
