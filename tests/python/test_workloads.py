@@ -246,6 +246,28 @@ def test_a_signal_during_a_recipes_program_stops_the_suite(
     assert not (tmp_path / "cut.file.parquet").exists()
 
 
+def test_the_suite_keeps_the_failures_of_recipes_it_did_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = Recipe("good", "varmail", (), "true")
+    monkeypatch.setattr(bundle, "RECIPES", {"good": good})
+    out = tmp_path / "traces"
+    out.mkdir()
+    earlier = {"other": "status 127", "other.nodiscard": "status 127", "good": "old", "goodness": "kept"}
+    (out / bundle.MANIFEST).write_text(json.dumps({"traces": {}, "failed": earlier}))
+    # Re-running only "good" (here: mapped again without its file trace, so it fails anew).
+    m = bundle.record_suite(
+        out, names=("good",), capacity_pages=parse_size("small"), remap=True, say=lambda _: None
+    )
+    assert m["failed"]["other"] == "status 127" and m["failed"]["other.nodiscard"] == "status 127"
+    assert m["failed"]["goodness"] == "kept", "another recipe whose name starts alike"
+    assert (
+        "no file-level trace" in m["failed"]["good"]
+        and "no file-level trace" in m["failed"]["good.nodiscard"]
+    )
+    assert json.loads((out / bundle.MANIFEST).read_text())["failed"] == m["failed"]
+
+
 def test_the_suite_is_listed() -> None:
     shown = run_module("workload", "suite")
     assert shown.status == 0

@@ -162,7 +162,13 @@ def record_suite(
     assert modes, "at least one discard mode"
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir)
-    failed: dict[str, str] = {}
+    # Failures of recipes not run this time stay listed (`--only` re-runs some); a recipe run
+    # again is listed only if it fails again.
+    failed: dict[str, str] = {
+        stem: why
+        for stem, why in manifest.get("failed", {}).items()
+        if not any(stem == n or stem.startswith(n + ".") for n in names)
+    }
     for i, name in enumerate(names, 1):
         r = RECIPES[name]
         head = f"[{i}/{len(names)}] {name}"
