@@ -304,14 +304,7 @@ def run(cmd: list[str], table: str | Path, ssd: str = "paper") -> tuple[int, dic
 
     resolved = resolve(table, ssd)
     shim = filetrace.shim_path()
-    early = [
-        w
-        for w in [
-            filetrace.static_warning(filetrace.check_command(cmd)),
-            filetrace.private_shim_warning(shim),
-        ]
-        if w
-    ]
+    early = filetrace.early_warnings(cmd, shim)
     if not resolved.signature_stored:
         early.append(
             f"{table}: the table does not say which signature method learned it; using "

@@ -154,10 +154,8 @@ def command(
             raise click.UsageError("--keep-logs is not supported with --block")
         where = Path(output or BLOCK_DEFAULT_OUT)
         pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
-        static = filetrace.static_warning(filetrace.check_command(list(cmd)))
-        for early in (static, filetrace.private_shim_warning(filetrace.shim_path())):
-            if early:
-                warn(early)
+        for early in filetrace.early_warnings(list(cmd), filetrace.shim_path()):
+            warn(early)
         status, summary = blockcapture.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
             symbol_dirs=dirs, age=mapping.Aging(age, age_seed, age_churn) if age is not None else None,

@@ -105,6 +105,12 @@ def private_shim_warning(shim: Path) -> str | None:
     return None
 
 
+def early_warnings(cmd: list[str], shim: Path) -> list[str]:
+    """What to say before ``cmd`` runs under ``shim``: a statically linked program (the shim does
+    not apply) and, as root, a shim other users cannot reach (see the two checks)."""
+    return [w for w in (static_warning(check_command(cmd)), private_shim_warning(shim)) if w]
+
+
 def run_under_shim(
     cmd: list[str],
     logdir: Path,
@@ -158,7 +164,7 @@ def record(
         raise CliError(f"--frames {frames}: out of range; use 1..64", EXIT_USAGE)
     shim = shim_path()
     _check_output(out)
-    early = [w for w in [static_warning(check_command(cmd)), private_shim_warning(shim)] if w]
+    early = early_warnings(cmd, shim)
     for warning in early:
         if say is not None:
             say(warning)
