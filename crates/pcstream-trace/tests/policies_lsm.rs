@@ -14,7 +14,24 @@ fn device() -> SsdConfig {
     SsdConfig::from_toml("512m", toml).expect("valid config")
 }
 
-fn wafs(levels: u32, ratio: u32, skew: f64, build_share: f64) -> BTreeMap<&'static str, f64> {
+/// `pcstream` with every GC copy sorted by its true remaining lifetime into M classes: what
+/// placing GC copies can add to PCStream's host streams, with M = 2 and every spare write point
+/// (docs/POLICIES.md). More classes sort better but hold more units open.
+const DEATH_BOUNDS: [&str; 2] = [
+    "pcstream substream_policy=death substreams=2",
+    "pcstream substream_policy=death substreams=7",
+];
+
+const POLICIES: &[&str] = &["baseline", "pcstream-star", "pcstream", "per-pc"];
+
+/// WAF of each policy (`name key=value ...`) on one `gen lsm` setting.
+fn wafs(
+    levels: u32,
+    ratio: u32,
+    skew: f64,
+    build_share: f64,
+    policies: &[&'static str],
+) -> BTreeMap<&'static str, f64> {
     let cfg = device();
     let logical = cfg.logical_pages();
     let p = GenParams {
@@ -35,18 +52,32 @@ fn wafs(levels: u32, ratio: u32, skew: f64, build_share: f64) -> BTreeMap<&'stat
     })
     .expect("generates");
     let mut out = BTreeMap::new();
-    for name in ["baseline", "pcstream-star", "pcstream", "per-pc"] {
+    for &spec in policies {
+        let mut words = spec.split(' ');
+        let name = words.next().expect("a policy name");
+        let params = words
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').expect("key=value");
+                (k.to_string(), v.to_string())
+            })
+            .collect();
         let o = SimOptions {
             policy: name.into(),
+            params,
             warmup: 2 * logical,
             seed: 1,
             ..Default::default()
         };
         let mut sim = Simulator::new(&cfg, o).expect("simulator");
         sim.set_verify_each_gc(false);
+        if sim.needs_death_times() {
+            let mut pass = sim.death_pass();
+            reqs.iter().for_each(|r| pass.feed(r));
+            sim.set_death_times(pass.finish());
+        }
         sim.start().expect("start");
         sim.feed(&reqs).expect("feed");
-        out.insert(name, sim.finish().waf);
+        out.insert(spec, sim.finish().waf);
     }
     eprintln!("L{levels} R{ratio} θ{skew} B{build_share}: {out:?}");
     out
@@ -55,7 +86,7 @@ fn wafs(levels: u32, ratio: u32, skew: f64, build_share: f64) -> BTreeMap<&'stat
 #[test]
 fn pc_separation_orders_below_baseline_and_pcstream_near_per_pc() {
     for (levels, ratio, skew, build) in [(3, 10, 0.0, 0.0), (4, 10, 0.99, 0.3), (5, 4, 0.0, 0.3)] {
-        let w = wafs(levels, ratio, skew, build);
+        let w = wafs(levels, ratio, skew, build, POLICIES);
         let (b, pc, pp) = (w["baseline"], w["pcstream"], w["per-pc"]);
         let what = format!("levels {levels}, ratio {ratio}, skew {skew}, build {build}");
         assert!(pp <= b, "{what}: per-pc {pp} ≤ baseline {b}");
@@ -71,5 +102,30 @@ fn pc_separation_orders_below_baseline_and_pcstream_near_per_pc() {
                 "{what}: pcstream {pc} clearly below baseline {b}"
             );
         }
+    }
+}
+
+/// Where one compaction PC writes every level (no build writer, ratio 10), LBA recency tells the
+/// levels apart and the PC cannot: AutoStream-MQ ends below PCStream, and below even PCStream's
+/// host streams with every GC copy placed by its true death time, so no substream rule can
+/// close that gap (docs/POLICIES.md, "PCStream against AutoStream").
+#[test]
+fn one_compaction_pc_leaves_autostream_mq_ahead_of_any_gc_placement() {
+    let w = wafs(
+        3,
+        10,
+        0.0,
+        0.0,
+        &[
+            "pcstream",
+            "autostream-mq",
+            DEATH_BOUNDS[0],
+            DEATH_BOUNDS[1],
+        ],
+    );
+    let (pc, mq) = (w["pcstream"], w["autostream-mq"]);
+    assert!(mq < pc, "autostream-mq {mq} below pcstream {pc}");
+    for b in DEATH_BOUNDS {
+        assert!(mq < w[b], "autostream-mq {mq} below {b}: {}", w[b]);
     }
 }
