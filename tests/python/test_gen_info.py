@@ -129,3 +129,25 @@ def test_gen_lsm_too_small_a_device_is_a_one_line_error(tmp_path: Path) -> None:
 
     run = invoke("gen", "lsm", "-o", tmp_path / "l.parquet", "--capacity-pages", "3000", "--writes", "100")
     assert_user_error(run, 2, "too small")
+
+
+def test_gen_lsm_sst_alloc_moves_files_not_writes(tmp_path: Path, small: dict[str, Any]) -> None:
+    """--sst-alloc changes where the SSTs go, not what is written; an unknown value is a usage error."""
+    import pyarrow.parquet as pq
+
+    from support import assert_user_error
+
+    base = ["--capacity-pages", small["logical_pages"], "--writes", "60000", "--levels", "3", "--ratio", "4"]
+    traces = {}
+    for alloc in ("next", "lowest"):
+        out = tmp_path / f"{alloc}.parquet"
+        made = invoke("gen", "lsm", "-o", out, *base, "--sst-alloc", alloc, "--json")
+        assert made.status == 0, made.stderr
+        traces[alloc] = (made.json()["writes"], pq.read_table(out, columns=["pc", "pages", "lpn"]))
+    (w_next, t_next), (w_low, t_low) = traces["next"], traces["lowest"]
+    assert w_next == w_low
+    assert t_next.column("pc").equals(t_low.column("pc"))
+    assert t_next.column("pages").equals(t_low.column("pages"))
+    assert not t_next.column("lpn").equals(t_low.column("lpn"))
+    bad = invoke("gen", "lsm", "-o", tmp_path / "bad.parquet", *base, "--sst-alloc", "first")
+    assert_user_error(bad, 2, "--sst-alloc")

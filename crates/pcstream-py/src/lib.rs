@@ -238,6 +238,7 @@ fn gen_params(params: &BTreeMap<String, String>) -> PyResult<GenParams> {
             "skew" => num!(p.skew),
             "build_share" => num!(p.build_share),
             "sst_pages" => num!(p.sst_pages),
+            "sst_alloc" => p.sst_alloc = v.parse().map_err(UsageError::new_err)?,
             _ => return Err(UsageError::new_err(format!("unknown gen parameter '{k}'"))),
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p pcstream-trace --example lsm_grid -- [--seed 1] [--pages 1200000]
-//!     [--warmup 400000] [--update docs/POLICIES.md]
+//!     [--warmup 400000] [--sst-alloc next|lowest] [--update docs/POLICIES.md]
 //! ```
 //! The grid: levels {3, 4, 5} × ratio {4, 10} × skew {0, 0.99} × build share {0, 0.3}, SSTs of
 //! 256 pages, on a 1 GiB SSD (16 dies, 512 lines of 512 pages, 7 % OP, greedy, 8 streams); each
@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use pcstream_core::config::SsdConfig;
 use pcstream_core::request::Op;
 use pcstream_core::SimOptions;
-use pcstream_trace::{generate, generate_to_file, run_trace, GenParams};
+use pcstream_trace::{generate, generate_to_file, run_trace, GenParams, SstAlloc};
 
 const BEGIN: &str = "<!-- lsm-table:begin -->";
 const END: &str = "<!-- lsm-table:end -->";
@@ -41,6 +41,7 @@ struct Args {
     seed: u64,
     pages: u64,
     warmup: u64,
+    sst_alloc: SstAlloc,
     update: Option<PathBuf>,
 }
 
@@ -49,6 +50,7 @@ fn parse_args() -> Result<Args, String> {
         seed: 1,
         pages: 1_200_000,
         warmup: 400_000,
+        sst_alloc: SstAlloc::Next,
         update: None,
     };
     let mut it = std::env::args().skip(1);
@@ -59,10 +61,11 @@ fn parse_args() -> Result<Args, String> {
             "--seed" => a.seed = num(val()?)?,
             "--pages" => a.pages = num(val()?)?,
             "--warmup" => a.warmup = num(val()?)?,
+            "--sst-alloc" => a.sst_alloc = val()?.parse()?,
             "--update" => a.update = Some(val()?.into()),
             _ => {
                 return Err(format!(
-                    "unknown argument '{k}'; use --seed, --pages, --warmup, --update"
+                    "unknown argument '{k}'; use --seed, --pages, --warmup, --sst-alloc, --update"
                 ))
             }
         }
@@ -118,12 +121,12 @@ fn table(a: &Args, dir: &Path) -> Result<String, String> {
     let cfg = SsdConfig::from_toml("1g-512-lines", SSD).map_err(|e| e.to_string())?;
     let logical = cfg.logical_pages();
     let mut s = format!(
-        "WAF on `gen lsm` (SSTs of 256 pages, seed {}), {} host pages of which the first {} are \
+        "WAF on `gen lsm` (SSTs of 256 pages, `--sst-alloc {}`, seed {}), {} host pages of which the first {} are \
          warm-up, on a 1 GiB SSD (16 dies, 512 lines of 512 pages, 7 % OP, greedy, 8 streams; {} \
          logical pages), no prefill; top PC: the PC writing the most pages, its share and the CV \
          of its lifetimes. Produced by `cargo run --release -p pcstream-trace --example lsm_grid \
          -- --update docs/POLICIES.md`.\n\n| levels | ratio | skew | build | top PC share, CV |",
-        a.seed, a.pages, a.warmup, logical
+        a.sst_alloc, a.seed, a.pages, a.warmup, logical
     );
     for p in POLICIES {
         s += &format!(" `{p}` |");
@@ -144,6 +147,7 @@ fn table(a: &Args, dir: &Path) -> Result<String, String> {
                         skew,
                         build_share,
                         sst_pages: 256,
+                        sst_alloc: a.sst_alloc,
                         seed: a.seed,
                         ..GenParams::default()
                     };

@@ -27,6 +27,6 @@ pub use blocktrace::{
     scan_capacity, summarize, BlockTraceReader, BlockTraceWriter, Prefetch, TraceMeta,
 };
 pub use error::TraceError;
-pub use gen::{generate, generate_to_file, GenError, GenParams, MixSpec};
+pub use gen::{generate, generate_to_file, GenError, GenParams, MixSpec, SstAlloc};
 pub use map::{map_file_trace, FsModel, MapOptions, MapSummary};
 pub use run::{run_trace, RunError};

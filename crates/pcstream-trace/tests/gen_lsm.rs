@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use pcstream_core::request::{Op, Request};
 use pcstream_trace::gen::{LsmActivity, LSM_PC_BASE};
-use pcstream_trace::{generate, GenParams, TraceMeta};
+use pcstream_trace::{generate, GenParams, SstAlloc, TraceMeta};
 
 fn rows(p: &GenParams) -> Result<(Vec<Request>, TraceMeta), String> {
     let mut v = Vec::new();
@@ -67,8 +67,16 @@ fn same_seed_same_rows_other_seed_other_rows() {
 
 #[test]
 fn files_are_written_once_and_trimmed_only_while_live() {
-    for (levels, ratio, skew, build) in [(3, 4, 0.0, 0.0), (5, 10, 0.99, 0.3), (4, 10, 0.99, 0.0)] {
-        let p = params(levels, ratio, skew, build, 1);
+    for (levels, ratio, skew, build, sst_alloc) in [
+        (3, 4, 0.0, 0.0, SstAlloc::Next),
+        (5, 10, 0.99, 0.3, SstAlloc::Next),
+        (4, 10, 0.99, 0.0, SstAlloc::Next),
+        (4, 10, 0.0, 0.3, SstAlloc::Lowest),
+    ] {
+        let p = GenParams {
+            sst_alloc,
+            ..params(levels, ratio, skew, build, 1)
+        };
         let (rows, meta) = rows(&p).unwrap();
         let mut live = vec![false; p.capacity_pages as usize];
         let mut trims = 0u64;
@@ -236,4 +244,53 @@ fn impossible_parameters_are_one_line_errors() {
         let e = rows(&p).err().unwrap_or_else(|| panic!("{what}: accepted"));
         assert!(e.contains(what) && !e.contains('\n'), "{what}: {e}");
     }
+}
+
+/// First LPN of every SST, in the order the store creates them (file ids are dense, in order).
+fn sst_starts(rows: &[Request], meta: &TraceMeta) -> Vec<u64> {
+    let mut first = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.op == Op::Write as u8) {
+        if meta.files[&r.file].ends_with(".sst") {
+            first.entry(r.file).or_insert(r.lpn);
+        }
+    }
+    first.into_values().collect()
+}
+
+#[test]
+fn next_takes_the_slots_in_turn_and_lowest_takes_freed_low_slots_again() {
+    let run = |sst_alloc| {
+        let p = GenParams {
+            sst_alloc,
+            ..params(4, 10, 0.0, 0.0, 1)
+        };
+        let (rows, meta) = rows(&p).unwrap();
+        let starts = sst_starts(&rows, &meta);
+        // Times a new SST lands below the one before: a wrap for `next`.
+        let back = starts.windows(2).filter(|w| w[1] < w[0]).count();
+        // Share of the SSTs in the lowest tenth of the slots used.
+        let (lo, hi) = (starts.iter().min().unwrap(), starts.iter().max().unwrap());
+        let low = starts.iter().filter(|&&s| s - lo < (hi - lo) / 10).count();
+        (
+            pages_per_pc(&rows),
+            starts.len(),
+            back,
+            low as f64 / starts.len() as f64,
+        )
+    };
+    let (next_pages, n, next_back, next_low) = run(SstAlloc::Next);
+    let (lowest_pages, _, _, lowest_low) = run(SstAlloc::Lowest);
+    eprintln!("{n} SSTs; next: {next_back} wraps, {next_low:.2} low; lowest: {lowest_low:.2} low");
+    // Where files go changes nothing of what the store writes.
+    assert_eq!(next_pages, lowest_pages);
+    // Each pass over the slots wraps once, or a few times when the slots ahead hold live files
+    // to the end; the slots are used about evenly.
+    let passes = (n as u64 * 64).div_ceil(40_000);
+    assert!(
+        next_back >= 1 && next_back as u64 <= 3 * passes,
+        "next: {next_back} wraps in {n} SSTs ({passes} passes)"
+    );
+    assert!((0.05..0.15).contains(&next_low), "next: {next_low} low");
+    // The lowest free slots are the ones short-lived SSTs keep freeing: SSTs crowd there.
+    assert!(lowest_low > 2.0 * next_low, "lowest: {lowest_low} low");
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use pcstream_core::config::SsdConfig;
 use pcstream_core::{Request, SimOptions, Simulator};
-use pcstream_trace::{generate, GenParams};
+use pcstream_trace::{generate, GenParams, SstAlloc};
 
 /// 4 dies × 1024 blocks × 32 pages (512 MiB, 1024 lines of 128 pages), 7 % OP, greedy.
 fn device() -> SsdConfig {
@@ -24,7 +24,8 @@ const DEATH_BOUNDS: [&str; 2] = [
 
 const POLICIES: &[&str] = &["baseline", "pcstream-star", "pcstream", "per-pc"];
 
-/// WAF of each policy (`name key=value ...`) on one `gen lsm` setting.
+/// WAF of each policy (`name key=value ...`) on one `gen lsm` setting of the test device, 5
+/// passes of its logical pages after 2 of warm-up.
 fn wafs(
     levels: u32,
     ratio: u32,
@@ -46,8 +47,18 @@ fn wafs(
         seed,
         ..GenParams::default()
     };
+    wafs_on(&cfg, &p, 2 * logical, policies)
+}
+
+/// WAF of each policy on the `gen lsm` trace of `p`, the first `warmup` host pages excluded.
+fn wafs_on(
+    cfg: &SsdConfig,
+    p: &GenParams,
+    warmup: u64,
+    policies: &[&'static str],
+) -> BTreeMap<&'static str, f64> {
     let mut reqs: Vec<Request> = Vec::new();
-    generate("lsm", &p, &mut |r| {
+    generate("lsm", p, &mut |r| {
         reqs.push(r);
         Ok(())
     })
@@ -65,11 +76,11 @@ fn wafs(
         let o = SimOptions {
             policy: name.into(),
             params,
-            warmup: 2 * logical,
+            warmup,
             seed: 1,
             ..Default::default()
         };
-        let mut sim = Simulator::new(&cfg, o).expect("simulator");
+        let mut sim = Simulator::new(cfg, o).expect("simulator");
         sim.set_verify_each_gc(false);
         if sim.needs_death_times() {
             let mut pass = sim.death_pass();
@@ -80,7 +91,10 @@ fn wafs(
         sim.feed(&reqs).expect("feed");
         out.insert(spec, sim.finish().waf);
     }
-    eprintln!("L{levels} R{ratio} θ{skew} B{build_share} seed {seed}: {out:?}");
+    eprintln!(
+        "L{} R{} θ{} B{} seed {} {}: {out:?}",
+        p.levels, p.ratio, p.skew, p.build_share, p.seed, p.sst_alloc
+    );
     out
 }
 
@@ -123,28 +137,52 @@ fn pc_separation_orders_below_baseline_and_pcstream_near_per_pc() {
     }
 }
 
-/// Where one compaction PC writes every level (no build writer, ratio 10), the LBAs tell the
+/// The grid's SSD: 16 dies, 512 lines of 512 pages (1 GiB), 7 % OP, greedy, 8 streams.
+fn grid_device() -> SsdConfig {
+    let toml = "[geometry]\nchannels = 4\nways = 4\nblocks_per_die = 512\npages_per_block = 32\n\
+                [ftl]\nop = 0.07\nhost_streams = 8\ngc_unit = \"line\"\ngc_victim = \"greedy\"\n";
+    SsdConfig::from_toml("1g", toml).expect("valid config")
+}
+
+/// One compaction PC writes every level (levels 3, ratio 10, uniform keys, no build writer; the
+/// grid's device and lengths). Where new SSTs take the lowest free slot, the LBAs tell the
 /// levels apart and the PC cannot: AutoStream-MQ ends below PCStream, and below even PCStream's
 /// host streams with every GC copy placed by its true death time, so no substream rule can
-/// close that gap (docs/POLICIES.md, "PCStream against AutoStream on the grid").
+/// close that gap. Where they take the next free slot in turn (the default, as a file system
+/// moving its goal on), the LBAs say little and PCStream is below both AutoStreams
+/// (docs/POLICIES.md, "PCStream against AutoStream on the grid").
 #[test]
-fn one_compaction_pc_leaves_autostream_mq_ahead_of_any_gc_placement() {
-    let w = wafs(
-        3,
-        10,
-        0.0,
-        0.0,
-        1,
-        &[
-            "pcstream",
-            "autostream-mq",
-            DEATH_BOUNDS[0],
-            DEATH_BOUNDS[1],
-        ],
-    );
+fn autostream_beats_one_compaction_pc_only_where_the_lbas_tell_lifetimes_apart() {
+    let policies = [
+        "pcstream",
+        "autostream-mq",
+        "autostream-sfr",
+        DEATH_BOUNDS[0],
+        DEATH_BOUNDS[1],
+    ];
+    let run = |sst_alloc| {
+        let cfg = grid_device();
+        let p = GenParams {
+            capacity_pages: cfg.logical_pages(),
+            writes: 1_200_000,
+            levels: 3,
+            ratio: 10,
+            sst_pages: 256,
+            sst_alloc,
+            seed: 1,
+            ..GenParams::default()
+        };
+        wafs_on(&cfg, &p, 400_000, &policies)
+    };
+    let w = run(SstAlloc::Lowest);
     let (pc, mq) = (w["pcstream"], w["autostream-mq"]);
-    assert!(mq < pc, "autostream-mq {mq} below pcstream {pc}");
+    assert!(mq < pc, "lowest: autostream-mq {mq} below pcstream {pc}");
     for b in DEATH_BOUNDS {
-        assert!(mq < w[b], "autostream-mq {mq} below {b}: {}", w[b]);
+        assert!(mq < w[b], "lowest: autostream-mq {mq} below {b}: {}", w[b]);
+    }
+    let w = run(SstAlloc::Next);
+    let pc = w["pcstream"];
+    for a in ["autostream-mq", "autostream-sfr"] {
+        assert!(pc < w[a], "next: pcstream {pc} below {a} {}", w[a]);
     }
 }

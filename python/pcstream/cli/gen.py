@@ -18,8 +18,9 @@ normal (--sigma), hotcold (--hot-fraction of the pages get --hot-ratio of
 the writes), seq (sequential passes), mix (--mix: a preset such as
 rocksdb-like or hotcold-files, or a JSON/TOML spec file), lsm (a leveled
 LSM-tree store: WAL, flushes and compactions with --levels and --ratio, keys
-skewed by --skew, SSTs of --sst-pages, beside a build-like writer taking
---build-share of the pages; one PC per activity; --writes counts pages).
+skewed by --skew, SSTs of --sst-pages placed by --sst-alloc, beside a
+build-like writer taking --build-share of the pages; one PC per activity;
+--writes counts pages).
 
 
 Example: pcstream gen lsm --capacity-pages 244994 --writes 1200000 --levels 4
@@ -97,6 +98,13 @@ def _mix_value(value: str) -> str:
 )
 @click.option(
     "--sst-pages", type=click.IntRange(min=1), metavar="P", help="lsm: pages per SST (default 256)."
+)
+@click.option(
+    "--sst-alloc",
+    type=click.Choice(["next", "lowest"]),
+    help="lsm: free slot a new SST takes: next (after the one taken last, wrapping, as a file "
+    "system moving its goal on; default) or lowest (freed slots reused at once: the LBA then "
+    "tells lifetimes apart).",
 )
 @json_option
 def command(kind: str, out: str, mix: str | None, as_json: bool, **options: object) -> None:

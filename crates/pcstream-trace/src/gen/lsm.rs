@@ -39,10 +39,12 @@
 //! # Layout and sizing
 //!
 //! Within the footprint: the WAL region (2 × `sst_pages`), the build region, then SST slots of
-//! `sst_pages` pages, first fit. K is chosen so that the fully compacted store (K pages in the
-//! last level plus the upper levels' targets) takes `LIVE_SHARE` of the SST slots left after a
-//! reserve for L0, rounding and the outputs of one cascade of compactions; too small a
-//! footprint for the levels, ratio and SST size is an error.
+//! `sst_pages` pages: a new SST takes the next free slot after the one taken last (`sst_alloc`
+//! `next`, the default) or the lowest free one (`lowest`); see [`SstAlloc`]. K is chosen so
+//! that the fully compacted store (K pages in the last level plus the upper levels' targets)
+//! takes `LIVE_SHARE` of the SST slots left after a reserve for L0, rounding and the outputs of
+//! one cascade of compactions; too small a footprint for the levels, ratio and SST size is an
+//! error.
 //!
 //! `writes` is the number of host pages written (load included); rows carry pid 1 (store) or 2
 //! (build), a file class per activity and the dense id of the file written. With `read_ratio`,
@@ -61,6 +63,39 @@ use crate::error::TraceError;
 
 /// Base of the `lsm` PC signatures: one per activity, `LSM_PC_BASE + activity`.
 pub const LSM_PC_BASE: u64 = 0x15e0_0000_0000;
+
+/// Which free SST slot a new SST takes (`--sst-alloc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SstAlloc {
+    /// The first free slot after the one taken last, wrapping at the end: the slots are used
+    /// in turn, as a file system that moves its allocation goal on does with large files
+    /// (ext4's stream goal), so where a file lands says little about how long it lives.
+    Next,
+    /// The lowest free slot: slots freed by short-lived files are taken again at once and the
+    /// long-lived files keep the others, so the LBA tells lifetimes apart (what LBA-hotness
+    /// schemes such as AutoStream feed on; docs/POLICIES.md).
+    Lowest,
+}
+
+impl std::str::FromStr for SstAlloc {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "next" => Ok(SstAlloc::Next),
+            "lowest" => Ok(SstAlloc::Lowest),
+            o => Err(format!("sst_alloc={o}: use next or lowest")),
+        }
+    }
+}
+
+impl std::fmt::Display for SstAlloc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SstAlloc::Next => "next",
+            SstAlloc::Lowest => "lowest",
+        })
+    }
+}
 /// The activities, each with its PC (`LSM_PC_BASE + value`) and file class (the value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activity {
@@ -256,6 +291,9 @@ struct Store {
     sizes: Vec<u64>,
     cursor: Vec<u32>,
     free: BTreeSet<u64>,
+    alloc: SstAlloc,
+    /// `SstAlloc::Next`: the slot after the one taken last.
+    next_slot: u64,
     mem: Vec<u32>,
     /// WAL file of the memtable and its first LPN.
     wal: Option<(u32, u64)>,
@@ -297,6 +335,8 @@ impl Store {
             sizes: vec![0; levels + 1],
             cursor: vec![0; levels + 1],
             free: (0..plan.slots).collect(),
+            alloc: p.sst_alloc,
+            next_slot: 0,
             mem: Vec::new(),
             wal: None,
             wal_half: 0,
@@ -314,11 +354,18 @@ impl Store {
         a: Activity,
         files: &mut Files,
     ) -> Result<Sst, TraceError> {
-        let slot = self.free.pop_first().ok_or_else(|| {
+        let slot = match self.alloc {
+            SstAlloc::Lowest => self.free.first(),
+            SstAlloc::Next => (self.free.range(self.next_slot..).next()).or(self.free.first()),
+        }
+        .copied()
+        .ok_or_else(|| {
             gen_err(
                 "lsm: the SST area is full; raise capacity_pages or lower levels or ratio".into(),
             )
         })?;
+        self.free.remove(&slot);
+        self.next_slot = slot + 1;
         let file = files.create(format!("db/{:06}.sst", files.next))?;
         let lpn = self.sst_base + slot * self.sst;
         let pages = keys.len() as u64;

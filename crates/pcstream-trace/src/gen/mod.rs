@@ -46,7 +46,7 @@ use rand_distr::{Distribution, Normal, Zipf};
 use crate::blocktrace::{BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
 use crate::error::TraceError;
 
-pub use lsm::{Activity as LsmActivity, LSM_PC_BASE};
+pub use lsm::{Activity as LsmActivity, SstAlloc, LSM_PC_BASE};
 pub use mix::{Lifetime, MixSpec, UpdateDist, WriterKind, WriterSpec, MIX_PRESETS};
 
 /// Generator errors are trace errors; bad parameters are [`TraceError::Gen`].
@@ -97,6 +97,8 @@ pub struct GenParams {
     pub build_share: f64,
     /// `lsm`: pages per SST (and puts per memtable). Default 256 (1 MiB).
     pub sst_pages: u32,
+    /// `lsm`: which free SST slot a new SST takes. Default [`SstAlloc::Next`].
+    pub sst_alloc: SstAlloc,
 }
 
 impl Default for GenParams {
@@ -119,6 +121,7 @@ impl Default for GenParams {
             skew: 0.0,
             build_share: 0.0,
             sst_pages: 256,
+            sst_alloc: SstAlloc::Next,
         }
     }
 }
@@ -180,8 +183,8 @@ fn base_meta(kind: &str, p: &GenParams) -> TraceMeta {
         "mix" if MixSpec::preset(p.mix.trim()).is_some() => format!(" mix={}", p.mix.trim()),
         "mix" => " mix=custom".to_string(),
         "lsm" => format!(
-            " levels={} ratio={} skew={} build_share={} sst_pages={}",
-            p.levels, p.ratio, p.skew, p.build_share, p.sst_pages
+            " levels={} ratio={} skew={} build_share={} sst_pages={} sst_alloc={}",
+            p.levels, p.ratio, p.skew, p.build_share, p.sst_pages, p.sst_alloc
         ),
         _ => String::new(),
     };
