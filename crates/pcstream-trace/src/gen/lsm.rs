@@ -96,6 +96,7 @@ impl std::fmt::Display for SstAlloc {
         })
     }
 }
+
 /// The activities, each with its PC (`LSM_PC_BASE + value`) and file class (the value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activity {
@@ -356,7 +357,11 @@ impl Store {
     ) -> Result<Sst, TraceError> {
         let slot = match self.alloc {
             SstAlloc::Lowest => self.free.first(),
-            SstAlloc::Next => (self.free.range(self.next_slot..).next()).or(self.free.first()),
+            SstAlloc::Next => self
+                .free
+                .range(self.next_slot..)
+                .next()
+                .or(self.free.first()),
         }
         .copied()
         .ok_or_else(|| {
