@@ -4,7 +4,6 @@ unchanged outputs and exit statuses, and PC signatures (every method) that are s
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -446,15 +445,17 @@ def test_exit_from_another_thread_while_threads_write(progs: dict[str, Path], tm
     # the buffer the shim last accounted can die with that thread (exit_group kills its write)
     st = (tmp_path / "s.txt").stat()
     assert got > 0 and got <= st.st_size + st.st_blksize
-    # That unlocked flush races with the thread's fputs, and the records of the last buffer may
-    # repeat an offset (seen once in about 15 runs); the records before it tile the stream's
-    # bytes exactly.
-    before = [(off, n) for off, n in lines if off + n <= st.st_size - st.st_blksize]
-    assert sum(n for _, n in before) >= got - 2 * st.st_blksize
-    starts = [0, *itertools.accumulate(n for _, n in before)][:-1]
-    assert [off for off, _ in before] == starts, (
-        "the stream's records before its last buffer tile its bytes from 0: none twice, none missing"
-    )
+    # That unlocked flush races with the thread's fputs for as long as the exit handlers run, and
+    # one record may then repeat the offset of the one before (seen in about 1 run of 15, up to
+    # 40 KB before the last record); otherwise the records tile the stream's bytes from 0: no
+    # gap (no buffer lost), no other overlap.
+    end, prev, repeats = 0, None, 0
+    for off, n in lines:
+        if off == prev and repeats < 1:
+            repeats += 1
+            continue
+        assert off == end, f"s.txt: a record at {off}, the bytes before end at {end} ({repeats} repeat(s))"
+        prev, end = off, off + n
 
 
 def test_static_programs_are_warned_about(progs: dict[str, Path], tmp_path: Path) -> None:
