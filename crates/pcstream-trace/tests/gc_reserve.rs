@@ -7,12 +7,12 @@ use pcstream_core::placement::registry;
 use pcstream_core::{Request, SimOptions, Simulator};
 use pcstream_trace::{generate, GenParams};
 
+mod common;
+
 /// 16 dies × 256 blocks × 64 pages: 1 GiB in 256 lines of 1024 pages, 7 % OP, greedy, 8 host
 /// streams. 240 lines hold the logical space packed full; 16 are spare.
 fn device() -> SsdConfig {
-    let toml = "[geometry]\nchannels = 4\nways = 4\nblocks_per_die = 256\npages_per_block = 64\n\
-                [ftl]\nop = 0.07\nhost_streams = 8\ngc_unit = \"line\"\ngc_victim = \"greedy\"\n";
-    SsdConfig::from_toml("1g-256-lines", toml).expect("valid config")
+    common::greedy_device("1g-256-lines", 4, 4, 256, 64)
 }
 
 #[test]

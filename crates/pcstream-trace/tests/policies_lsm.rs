@@ -7,11 +7,11 @@ use pcstream_core::config::SsdConfig;
 use pcstream_core::{Request, SimOptions, Simulator};
 use pcstream_trace::{generate, GenParams, SstAlloc};
 
+mod common;
+
 /// 4 dies × 1024 blocks × 32 pages (512 MiB, 1024 lines of 128 pages), 7 % OP, greedy.
 fn device() -> SsdConfig {
-    let toml = "[geometry]\nchannels = 2\nways = 2\nblocks_per_die = 1024\npages_per_block = 32\n\
-                [ftl]\nop = 0.07\nhost_streams = 8\ngc_unit = \"line\"\ngc_victim = \"greedy\"\n";
-    SsdConfig::from_toml("512m", toml).expect("valid config")
+    common::greedy_device("512m", 2, 2, 1024, 32)
 }
 
 /// `pcstream` with every GC copy sorted by its true remaining lifetime into M classes: what
@@ -139,9 +139,7 @@ fn pc_separation_orders_below_baseline_and_pcstream_near_per_pc() {
 
 /// The grid's SSD: 16 dies, 512 lines of 512 pages (1 GiB), 7 % OP, greedy, 8 streams.
 fn grid_device() -> SsdConfig {
-    let toml = "[geometry]\nchannels = 4\nways = 4\nblocks_per_die = 512\npages_per_block = 32\n\
-                [ftl]\nop = 0.07\nhost_streams = 8\ngc_unit = \"line\"\ngc_victim = \"greedy\"\n";
-    SsdConfig::from_toml("1g", toml).expect("valid config")
+    common::greedy_device("1g", 4, 4, 512, 32)
 }
 
 /// One compaction PC writes every level (levels 3, ratio 10, uniform keys, no build writer; the

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: hand-built Parquet files (any column order, types
-//! and metadata) and reading a whole trace back.
+//! and metadata), reading a whole trace back, and the test devices.
 #![allow(dead_code)]
 
 use std::path::Path;
@@ -10,6 +10,7 @@ use arrow_schema::{Field, Schema};
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use pcstream_core::config::SsdConfig;
 use pcstream_core::request::Request;
 use pcstream_trace::{BlockTraceReader, TraceError};
 
@@ -56,4 +57,15 @@ pub fn read_err(path: &Path) -> String {
         Ok(rows) => panic!("expected an error, read {} rows", rows.len()),
         Err(e) => e.to_string(),
     }
+}
+
+/// A device of `channels` × `ways` dies of `blocks` blocks of `pages` pages, GC by whole lines,
+/// 7 % OP, greedy victims, 8 host streams: the shape every policy test runs on.
+pub fn greedy_device(name: &str, channels: u32, ways: u32, blocks: u32, pages: u32) -> SsdConfig {
+    let toml = format!(
+        "[geometry]\nchannels = {channels}\nways = {ways}\nblocks_per_die = {blocks}\n\
+         pages_per_block = {pages}\n[ftl]\nop = 0.07\nhost_streams = 8\ngc_unit = \"line\"\n\
+         gc_victim = \"greedy\"\n"
+    );
+    SsdConfig::from_toml(name, &toml).expect("valid config")
 }
