@@ -700,13 +700,15 @@ fn pcstream_high_variance_sends_gc_copies_of_the_compaction_stream_to_a_substrea
     let logical = cfg.logical_pages();
     let reqs = rocks_mix(logical, 8 * logical, 5);
     // (WAF, live compaction pages held by substream write points ≥ 8) of one run.
-    let run_with = |policy: &str, cv: &str| {
+    let run_with = |policy: &str, params: &[(&str, &str)]| {
         let mut o = opts(policy, 0.0, 3 * logical);
         o.params.insert("period".into(), "16384".into());
         if policy == "pcstream" {
             o.params
                 .insert("substream_policy".into(), "high_variance".into());
-            o.params.insert("hv_cv".into(), cv.into());
+        }
+        for (k, v) in params {
+            o.params.insert(k.to_string(), v.to_string());
         }
         let mut sim = Simulator::new(&cfg, o).unwrap();
         sim.start().unwrap();
@@ -721,23 +723,33 @@ fn pcstream_high_variance_sends_gc_copies_of_the_compaction_stream_to_a_substrea
             .count();
         (sim.finish(), in_sub, wal_sub)
     };
-    let (hv, hv_sub, hv_wal_sub) = run_with("pcstream", "1.0");
-    let (none, none_sub, _) = run_with("pcstream", "1e9");
-    let (star, _, _) = run_with("pcstream-star", "");
+    let (hv, hv_sub, hv_wal_sub) = run_with("pcstream", &[]);
+    let (cv, cv_sub, cv_wal_sub) = run_with("pcstream", &[("hv_test", "cv")]);
+    let (none, none_sub, _) = run_with("pcstream", &[("hv_ratio", "1e9")]);
+    let (none_cv, none_cv_sub, _) = run_with("pcstream", &[("hv_test", "cv"), ("hv_cv", "1e9")]);
+    let (star, _, _) = run_with("pcstream-star", &[]);
     eprintln!(
-        "high_variance {:.3} ({} open of {}, {hv_sub} compaction pages in substreams), no substream {:.3} ({} open), star {:.3}",
-        hv.waf, hv.open_write_points, hv.write_points, none.waf, none.open_write_points, star.waf
+        "high_variance {:.3} ({} open of {}, {hv_sub} compaction pages in substreams), by CV {:.3} ({cv_sub}), no substream {:.3} ({} open), star {:.3}",
+        hv.waf, hv.open_write_points, hv.write_points, cv.waf, none.waf, none.open_write_points, star.waf
     );
     assert_eq!(hv.gc_mode, "policy");
     assert_eq!(
         hv.write_points, 10,
         "8 host streams + M = 2 substream slots"
     );
-    // GC survivors of the compaction stream (wide lifetimes) sit in a substream; the WAL's
-    // lifetimes hardly vary, so its pages never do; with hv_cv = 1e9 no stream qualifies.
+    // GC survivors of the compaction stream (wide lifetimes: its old pages die far more slowly
+    // than its young ones) sit in a substream; the WAL's lifetimes hardly vary, so its pages
+    // never do, by death rates or by CV; with a threshold of 1e9 no stream qualifies.
     assert!(hv_sub > 0, "compaction survivors in a substream");
     assert_eq!(hv_wal_sub, 0, "WAL pages never go to a substream");
+    assert!(cv_sub > 0, "by CV: compaction survivors in a substream");
+    assert_eq!(cv_wal_sub, 0, "by CV: WAL pages never go to a substream");
     assert_eq!(none_sub, 0, "no substream without a qualifying stream");
+    assert_eq!(
+        none_cv_sub, 0,
+        "by CV: no substream without a qualifying stream"
+    );
+    assert!(none_cv.waf == none.waf, "no substream is no substream");
     // Same GC reserve (policy mode keeps one free unit per write point): substreams pay off.
     assert!(
         hv.waf < none.waf,

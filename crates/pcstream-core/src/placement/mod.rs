@@ -16,6 +16,7 @@ pub mod baseline;
 pub mod cluster;
 pub mod filestream;
 pub mod fstream;
+pub mod hazard;
 pub mod hotcold;
 pub mod lkstream;
 pub mod manual;

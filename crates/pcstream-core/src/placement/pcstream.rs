@@ -54,8 +54,11 @@ use serde::{Deserialize, Serialize};
 use super::cluster::{
     agglomerative_1d, kmeans_1d, mean_gain, merge_uninformative, nearest, Moments,
 };
+use super::hazard::AgeHazard;
 use super::oracle::{geometric_class, CLASS_RATIO};
-use super::{Attrs, GcMode, Invalidation, PageInfo, Placement, PolicyCtx, RequestInfo, WriteInfo};
+use super::{
+    Attrs, GcMode, Invalidation, PageInfo, Placement, PolicyCtx, Reclaimed, RequestInfo, WriteInfo,
+};
 use crate::error::SimError;
 use crate::units::{LogicalTime, StreamId, NEVER};
 
@@ -155,6 +158,9 @@ impl Substreams {
 /// Default `min_gain`: see docs/POLICIES.md for how it was chosen.
 const DEFAULT_MIN_GAIN: f64 = 0.02;
 
+/// Default `hv_ratio`: see docs/POLICIES.md for how it was chosen.
+const DEFAULT_HV_RATIO: f64 = 2.0;
+
 pub struct PcStream {
     // Fixed at construction.
     name: &'static str,
@@ -169,6 +175,9 @@ pub struct PcStream {
     max_substreams: usize,
     hv_min_n: u64,
     hv_cv: f64,
+    /// `high_variance` by death rates (`hv_test=hazard`): young over old death rate a stream
+    /// needs for a substream; `None`: by the CV of completed lifetimes (`hv_test=cv`).
+    hv_ratio: Option<f64>,
     /// Adjacent clusters whose split tells less than this (nats per lifetime sample, see
     /// `cluster::merge_uninformative`) about their pages' log2 lifetimes share a stream (0: never
     /// merge).
@@ -202,6 +211,8 @@ pub struct PcStream {
     evictions: u64,
     /// `age` / `death`: the first class boundary (half a unit, in pages).
     class_base: f64,
+    /// `hv_test=hazard`: young and old death rates per host stream.
+    hazard: Option<AgeHazard>,
 }
 
 impl PcStream {
@@ -226,7 +237,7 @@ impl PcStream {
                 "min_gain={min_gain}: use a number ≥ 0 (0 keeps every cluster)"
             )));
         }
-        let (substreams, max_substreams, hv_min_n, hv_cv) = if full {
+        let (substreams, max_substreams, hv_min_n, hv_cv, hv_test, hv_ratio) = if full {
             let p: String = ctx.param("substream_policy", "high_variance".to_string())?;
             let s = match p.as_str() {
                 "all" => Substreams::All,
@@ -244,10 +255,23 @@ impl PcStream {
                 ctx.param("substreams", 2usize)?,
                 ctx.param("hv_min_n", 32u64)?,
                 ctx.param("hv_cv", 1.0f64)?,
+                ctx.param("hv_test", "hazard".to_string())?,
+                ctx.param("hv_ratio", DEFAULT_HV_RATIO)?,
             )
         } else {
-            (Substreams::None, 0, 0, 0.0)
+            (Substreams::None, 0, 0, 0.0, String::new(), 0.0)
         };
+        let by_hazard = match hv_test.as_str() {
+            "hazard" => true,
+            "cv" | "" => false,
+            o => return Err(SimError::BadParam(format!("hv_test={o}: use hazard or cv"))),
+        };
+        if !(hv_ratio.is_finite() && hv_ratio >= 0.0) {
+            return Err(SimError::BadParam(format!(
+                "hv_ratio={hv_ratio}: use a number ≥ 0"
+            )));
+        }
+        let hv_ratio = (substreams == Substreams::HighVariance && by_hazard).then_some(hv_ratio);
         if n_min == 0 || period == 0 {
             return Err(SimError::BadParam("n_min and period must be ≥ 1".into()));
         }
@@ -293,6 +317,7 @@ impl PcStream {
             max_substreams,
             hv_min_n,
             hv_cv,
+            hv_ratio,
             min_gain,
             first_stream: 1,
             pc0: Moments::default(),
@@ -310,6 +335,7 @@ impl PcStream {
             hand: 0,
             evictions: 0,
             class_base: (ctx.unit_pages as f64 / 2.0).max(1.0),
+            hazard: hv_ratio.map(|_| AgeHazard::new(ctx.host_streams as usize)),
         })
     }
 
@@ -475,15 +501,35 @@ impl PcStream {
         self.centroids = sums.iter().map(|&(s, n)| s / n as f64).collect();
         self.kmeans_groups = c.centroids.len();
         if self.substreams == Substreams::HighVariance {
-            // Pages of high-variance PCs per stream since the last reclustering.
             let mut pages = vec![0u64; self.host_streams as usize];
-            for e in &self.pcs {
-                if e.stream > 0 && e.n >= self.hv_min_n && e.cv() > self.hv_cv {
+            let mut copied = vec![0u64; self.host_streams as usize];
+            if let (Some(h), Some(ratio)) = (&mut self.hazard, self.hv_ratio) {
+                // Pages per stream since the last reclustering, of the streams whose pages
+                // past the age GC erases their units at die `ratio` times slower than younger
+                // ones (rates of the pages written to the stream so far).
+                for e in &self.pcs {
                     pages[e.stream as usize] += e.recent_pages;
+                }
+                for (s, p) in pages.iter_mut().enumerate() {
+                    let r = h.rates(s);
+                    let slower = r.young_deaths >= self.hv_min_n as f64
+                        && r.ratio.is_some_and(|x| x > ratio);
+                    if s == 0 || !slower {
+                        *p = 0;
+                    }
+                    copied[s] = r.copied as u64;
+                }
+                h.decay();
+            } else {
+                // Pages of high-variance PCs per stream since the last reclustering.
+                for e in &self.pcs {
+                    if e.stream > 0 && e.n >= self.hv_min_n && e.cv() > self.hv_cv {
+                        pages[e.stream as usize] += e.recent_pages;
+                    }
                 }
             }
             let mut ranked: Vec<usize> = (0..pages.len()).filter(|&s| pages[s] > 0).collect();
-            ranked.sort_by(|&a, &b| pages[b].cmp(&pages[a]).then(a.cmp(&b)));
+            ranked.sort_by_key(|&s| (std::cmp::Reverse((copied[s], pages[s])), s));
             ranked.truncate(self.max_substreams);
             // Streams that stay selected keep their slot (their open substream unit); the others
             // take the freed slots. A reassigned slot's open unit then holds survivors of two
@@ -609,12 +655,28 @@ impl Placement for PcStream {
         // One table lookup per request: every page of a request has the same PC.
         self.req_entry = (req.pc.0 != 0).then(|| self.entry(req.pc.0));
     }
-    fn on_write(&mut self, _w: &WriteInfo, _now: LogicalTime) -> StreamId {
+    fn on_write(&mut self, _w: &WriteInfo, now: LogicalTime) -> StreamId {
         let s = self.decide(self.req_entry);
         debug_assert!((s.0 as u32) < self.host_streams);
+        if let Some(h) = &mut self.hazard {
+            h.write(s.0 as usize, now.0);
+        }
         s
     }
+    fn on_segment_reclaimed(&mut self, r: &Reclaimed, now: LogicalTime) {
+        if let Some(h) = &mut self.hazard {
+            let hs = self.host_streams as usize;
+            if (r.wp as usize) < hs {
+                h.reclaimed(r.wp as usize, r.created.0, r.valid_copied, now.0);
+            } else if let Some(s) = (0..hs).find(|&s| self.sub[s] == Some(r.wp - hs as u8)) {
+                h.copied_from_substream(s, r.valid_copied);
+            }
+        }
+    }
     fn on_invalidate(&mut self, inv: &Invalidation) {
+        if let (Some(h), Some(t)) = (&mut self.hazard, inv.t_write) {
+            h.death(inv.stream.0 as usize, t.0, inv.now.0);
+        }
         let (Some(l), sig) = (inv.lifetime(), inv.pc.0) else {
             return;
         };
@@ -716,5 +778,6 @@ impl Placement for PcStream {
             + self.index.capacity() * (8 + 4)
             + self.centroids.len() * 8
             + self.sub.len()
+            + self.hazard.as_ref().map_or(0, AgeHazard::state_bytes)
     }
 }
