@@ -5,9 +5,16 @@
 //! pages; stream 0 holds writes of PCs with fewer than `n_min` completed lifetimes (and of PC 0).
 //! A PC that becomes known between reclusterings joins the nearest centroid. `pcstream-star`
 //! leaves GC copies in their stream (`same_stream`); `pcstream` adds internal substreams: with
-//! `substream_policy=high_variance` (default) only the streams holding a high-variance PC
-//! (n ≥ 32, CV > 1), ranked by those PCs' pages since the last reclustering, at most `M` of
-//! them, send GC survivors to a substream: the policy places GC copies itself into internal
+//! `substream_policy=high_variance` (default) only the streams whose GC survivors outlive their
+//! new writes send GC survivors to a substream: by default (`hv_test=hazard`) a stream whose
+//! pages older than the age GC erases its units at die at least `hv_ratio` (2) times more
+//! slowly per page and host page than its younger ones (death rates over the pages alive and
+//! dead, `hazard::AgeHazard`; at least `hv_min_n` young deaths), ranked by the pages GC copied
+//! out of it (then by its pages since the last reclustering), at most `M` of them;
+//! `hv_test=cv` instead takes the streams holding a PC with n ≥ `hv_min_n` completed lifetimes
+//! and CV > `hv_cv`, ranked by those PCs' pages since the last reclustering (completed
+//! lifetimes are the short ones first, so that CV is low until the long ones end). The policy
+//! places GC copies itself into internal
 //! write points `host_streams + slot` (M slots; a stream keeps its slot while it stays
 //! selected; a victim's copies all go to one place, so the GC reserve is one unit). With `all`
 //! every stream's survivors go to its own substream (the FTL's `substream` mode, N more open
@@ -25,8 +32,9 @@
 //! Source: Kim et al., "PCStream: Automatic Stream Allocation Using Program Contexts",
 //! HotStorage'18, and "Fully Automatic Stream Management for Multi-Streamed SSDs Using Program
 //! Contexts", FAST'19.
-//! What it sees: PC, lifetime feedback (old version's write time and PC); `high_variance` also
-//! the GC victim's write point.
+//! What it sees: PC, lifetime feedback (old version's write time, PC and host stream);
+//! `high_variance` also the GC victim's write point and, per erased unit, its write point,
+//! opening time and pages copied.
 //! State: per PC one `PcEntry` (72 B) + its hash index slot; K centroids. The per-page write
 //! time/PC the feedback needs are the simulator's page metadata (13 B per physical page).
 //! Persistent table: `save_state`/`load_state` as JSON (signatures as decimal strings, lifetime
@@ -40,8 +48,9 @@
 //! `lifetime` (default) | `first_come` (the bdbm prototype: a PC seen more than
 //! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:
 //! `substream_policy` = `high_variance` | `all` | `age` | `death`, `substreams` (M = 2;
-//! 1 ..= N − 1 for every policy but `all`), `hv_min_n` (32),
-//! `hv_cv` (1.0); for both `min_gain` (0.02; 0 keeps every cluster in a stream of its own).
+//! 1 ..= N − 1 for every policy but `all`), `hv_test` = `hazard` (default) | `cv`, `hv_ratio`
+//! (2.0), `hv_min_n` (32), `hv_cv` (1.0); for both `min_gain` (0.02; 0 keeps every cluster in a
+//! stream of its own).
 //! Deviations: lifetime statistics are cumulative
 //! (unless `stat_decay`); never-invalidated data contribute nothing (right-censoring, as in the
 //! paper); PC 0 (unknown context) always goes to stream 0.
