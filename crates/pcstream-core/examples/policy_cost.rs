@@ -7,7 +7,9 @@
 //! host page written (what a user waits for),
 //! ns per page operation (host + GC copies: the simulator's speed, independent of how much GC
 //! the policy's placement causes), each with its ratio to `baseline`, and the policy's state.
-//! `cargo run --release -p pcstream-core --example policy_cost [policy...]`.
+//! `cargo run --release -p pcstream-core --example policy_cost [--rounds N] [policy...]`, a policy
+//! with parameters as `name?key=value&key=value` (e.g. `pcstream?hv_test=cv`), to compare two
+//! settings of one policy in the same rounds.
 
 use pcstream_core::placement::registry;
 use pcstream_core::{Request, SimOptions, Simulator, SsdConfig};
@@ -21,7 +23,7 @@ fn cpu_seconds(wall: std::time::Instant) -> f64 {
         .map_or_else(|| wall.elapsed().as_secs_f64(), |ns| ns as f64 * 1e-9)
 }
 
-/// Runs of each policy; the median is shown.
+/// Runs of each policy by default; the median is shown.
 const ROUNDS: usize = 3;
 
 fn main() {
@@ -51,7 +53,17 @@ fn main() {
             }
         })
         .collect();
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut rounds = ROUNDS;
+    if let Some(i) = args.iter().position(|a| a == "--rounds") {
+        let n = args.get(i + 1).and_then(|v| v.parse::<usize>().ok());
+        let Some(n) = n.filter(|&n| n > 0) else {
+            eprintln!("policy_cost: --rounds needs a number ≥ 1");
+            std::process::exit(2);
+        };
+        rounds = n;
+        args.drain(i..i + 2);
+    }
     let mut names: Vec<&str> = if args.is_empty() {
         registry::names()
     } else {
@@ -69,15 +81,31 @@ fn main() {
     );
     // Three rounds, each running every policy once, so that a machine slowing down or speeding
     // up during the minutes this takes shifts every policy alike, not the later ones only.
-    let run = |name: &str| {
+    let run = |spec: &str| {
+        let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
+        let params = query
+            .split('&')
+            .filter(|kv| !kv.is_empty())
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or_else(|| {
+                    eprintln!("policy_cost: {spec}: parameters are key=value, joined by &");
+                    std::process::exit(2)
+                });
+                (k.to_string(), v.to_string())
+            })
+            .collect();
         let o = SimOptions {
             policy: name.into(),
+            params,
             prefill: 1.0,
             ..Default::default()
         };
         let wall = std::time::Instant::now();
         let t0 = cpu_seconds(wall);
-        let mut sim = Simulator::new(&cfg, o).expect("sim");
+        let mut sim = Simulator::new(&cfg, o).unwrap_or_else(|e| {
+            eprintln!("policy_cost: {spec}: {e}");
+            std::process::exit(2)
+        });
         if sim.needs_death_times() {
             let mut pass = sim.death_pass();
             pass.feed_batch(&reqs);
@@ -98,7 +126,7 @@ fn main() {
         )
     };
     let mut all: Vec<Vec<(f64, f64, f64, usize)>> = vec![Vec::new(); names.len()];
-    for _ in 0..ROUNDS {
+    for _ in 0..rounds {
         for (i, name) in names.iter().enumerate() {
             all[i].push(run(name));
         }
@@ -106,7 +134,7 @@ fn main() {
     for (name, mut runs) in names.iter().zip(all) {
         // Median of the rounds (the oracle's death-time pre-pass included).
         runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let (ns, op_ns, waf, state) = runs[ROUNDS / 2];
+        let (ns, op_ns, waf, state) = runs[rounds / 2];
         let (b_ns, b_op) = *base.get_or_insert((ns, op_ns));
         println!(
             "{name:16} {waf:6.3}  {ns:13.1}  {:8.2}×  {op_ns:12.1}  {:8.2}×  {state} B",

@@ -43,12 +43,13 @@ struct Stream {
 }
 
 impl Stream {
-    /// Epochs a page stays young: the stream's GC age, rounded up (unbounded before its first GC).
-    fn span(&self) -> usize {
+    /// Epochs a page stays young: the stream's GC age, rounded up, at most `max` (also before
+    /// its first GC).
+    fn span(&self, max: usize) -> usize {
         if self.gc_age > 0.0 {
-            self.gc_age.ceil() as usize
+            (self.gc_age.ceil() as usize).min(max)
         } else {
-            usize::MAX
+            max
         }
     }
 }
@@ -57,6 +58,8 @@ impl Stream {
 #[derive(Clone, Debug)]
 pub struct AgeHazard {
     epoch: u64,
+    /// Longest young span in epochs: bounds the per-epoch counts a stream keeps.
+    max_span: usize,
     streams: Vec<Stream>,
 }
 
@@ -73,11 +76,14 @@ pub struct Rates {
 }
 
 impl AgeHazard {
-    pub fn new(streams: usize) -> AgeHazard {
+    /// `max_young` host pages: the oldest a page can be and still count as young, whatever
+    /// the GC age (it bounds the state: 8 B per stream per `EPOCH_PAGES` of it).
+    pub fn new(streams: usize, max_young: u64) -> AgeHazard {
         let mut s = Stream::default();
         s.young.push_back(0);
         AgeHazard {
             epoch: 0,
+            max_span: max_young.div_ceil(EPOCH_PAGES).max(1) as usize,
             streams: vec![s; streams],
         }
     }
@@ -89,12 +95,12 @@ impl AgeHazard {
         let e = now / EPOCH_PAGES;
         while self.epoch < e {
             self.epoch += 1;
-            let epoch = self.epoch;
+            let (epoch, max) = (self.epoch, self.max_span);
             for s in &mut self.streams {
                 s.e_young += s.young_alive as f64;
                 s.e_old += s.old_alive as f64;
                 s.young.push_back(0);
-                let span = s.span();
+                let span = s.span(max);
                 while s.young.len() > span {
                     let n = s.young.pop_front().expect("longer than the span");
                     s.front += 1;
@@ -199,7 +205,7 @@ mod tests {
     /// Pages of one stream written one per host page, each dying at a given age; returns the
     /// ratio after `n` pages with GC age `gc` pages.
     fn ratio_of(lifetime: impl Fn(u64) -> u64, n: u64, gc: u64) -> f64 {
-        let mut h = AgeHazard::new(2);
+        let mut h = AgeHazard::new(2, 1 << 40);
         let mut deaths: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
         for t in 0..n {
             if let Some(ws) = deaths.remove(&t) {
@@ -249,5 +255,21 @@ mod tests {
         // Every page lives 30,000: past the GC age of 20,000 death is certain within 10,000.
         let r = ratio_of(|_| 30_000, 400_000, 20_000);
         assert!(r < 0.5, "ratio {r}");
+    }
+
+    #[test]
+    fn young_counts_stay_bounded_without_gc() {
+        let mut h = AgeHazard::new(1, 10 * EPOCH_PAGES);
+        for t in 0..100 * EPOCH_PAGES {
+            h.write(0, t);
+        }
+        assert_eq!(h.streams[0].young.len(), 10);
+        assert_eq!(
+            h.streams[0].young_alive + h.streams[0].old_alive,
+            100 * EPOCH_PAGES
+        );
+        // A page that aged out dies as an old page.
+        h.death(0, 0, 100 * EPOCH_PAGES);
+        assert_eq!(h.streams[0].d_old, 1.0);
     }
 }

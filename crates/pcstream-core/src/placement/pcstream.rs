@@ -344,7 +344,10 @@ impl PcStream {
             hand: 0,
             evictions: 0,
             class_base: (ctx.unit_pages as f64 / 2.0).max(1.0),
-            hazard: hv_ratio.map(|_| AgeHazard::new(ctx.host_streams as usize)),
+            // A page older than four writes of the logical space counts as old even before its
+            // stream's first GC (our choice: it bounds the state; GC ages beyond are rare).
+            hazard: hv_ratio
+                .map(|_| AgeHazard::new(ctx.host_streams as usize, 4 * ctx.logical_pages.max(1))),
         })
     }
 
