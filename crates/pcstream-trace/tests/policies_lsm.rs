@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use pcstream_core::config::SsdConfig;
+use pcstream_core::request::Op;
 use pcstream_core::{Request, SimOptions, Simulator};
 use pcstream_trace::{generate, GenParams, SstAlloc};
 
@@ -50,6 +51,17 @@ fn wafs(
     wafs_on(&cfg, &p, 2 * logical, policies)
 }
 
+/// The `gen lsm` trace of `p`.
+fn requests(p: &GenParams) -> Vec<Request> {
+    let mut reqs: Vec<Request> = Vec::new();
+    generate("lsm", p, &mut |r| {
+        reqs.push(r);
+        Ok(())
+    })
+    .expect("generates");
+    reqs
+}
+
 /// WAF of each policy on the `gen lsm` trace of `p`, the first `warmup` host pages excluded.
 fn wafs_on(
     cfg: &SsdConfig,
@@ -57,12 +69,21 @@ fn wafs_on(
     warmup: u64,
     policies: &[&'static str],
 ) -> BTreeMap<&'static str, f64> {
-    let mut reqs: Vec<Request> = Vec::new();
-    generate("lsm", p, &mut |r| {
-        reqs.push(r);
-        Ok(())
-    })
-    .expect("generates");
+    let out = wafs_of(cfg, &requests(p), warmup, policies);
+    eprintln!(
+        "L{} R{} θ{} B{} seed {} {}: {out:?}",
+        p.levels, p.ratio, p.skew, p.build_share, p.seed, p.sst_alloc
+    );
+    out
+}
+
+/// WAF of each policy (`name key=value ...`) on `reqs`, the first `warmup` host pages excluded.
+fn wafs_of(
+    cfg: &SsdConfig,
+    reqs: &[Request],
+    warmup: u64,
+    policies: &[&'static str],
+) -> BTreeMap<&'static str, f64> {
     let mut out = BTreeMap::new();
     for &spec in policies {
         let mut words = spec.split(' ');
@@ -88,14 +109,46 @@ fn wafs_on(
             sim.set_death_times(pass.finish());
         }
         sim.start().expect("start");
-        sim.feed(&reqs).expect("feed");
+        sim.feed(reqs).expect("feed");
         out.insert(spec, sim.finish().waf);
     }
-    eprintln!(
-        "L{} R{} θ{} B{} seed {} {}: {out:?}",
-        p.levels, p.ratio, p.skew, p.build_share, p.seed, p.sst_alloc
-    );
     out
+}
+
+/// The PC writing the most pages of `reqs`: its share of the host pages and the CV of its
+/// pages' lifetimes (write to overwrite or trim, in host pages; pages never invalidated left
+/// out), as `examples/lsm_grid.rs` reports them.
+fn top_pc(reqs: &[Request], logical: u64) -> (f64, f64) {
+    let mut last: Vec<Option<(u64, u64)>> = vec![None; logical as usize];
+    // Per PC: pages written, and n, Σℓ, Σℓ² of its completed lifetimes.
+    let mut stats: BTreeMap<u64, (u64, f64, f64, f64)> = BTreeMap::new();
+    let mut t = 0u64;
+    for r in reqs
+        .iter()
+        .filter(|r| r.op == Op::Write as u8 || r.op == Op::Trim as u8)
+    {
+        for lpn in r.lpn..r.lpn + r.pages as u64 {
+            if let Some((w, pc)) = last[lpn as usize].take() {
+                let l = (t - w) as f64;
+                let s = stats.entry(pc).or_default();
+                s.1 += 1.0;
+                s.2 += l;
+                s.3 += l * l;
+            }
+            if r.op == Op::Write as u8 {
+                last[lpn as usize] = Some((t, r.pc));
+                stats.entry(r.pc).or_default().0 += 1;
+                t += 1;
+            }
+        }
+    }
+    let (_, &(pages, n, s, s2)) = stats
+        .iter()
+        .max_by_key(|(pc, s)| (s.0, std::cmp::Reverse(**pc)))
+        .expect("the trace writes");
+    let mean = s / n.max(1.0);
+    let cv = ((s2 / n.max(1.0) - mean * mean).max(0.0)).sqrt() / mean.max(1e-9);
+    (pages as f64 / t.max(1) as f64, cv)
 }
 
 /// Every setting of the grid (levels {3, 4, 5} × ratio {4, 10} × skew {0, 0.99} × build share
@@ -185,17 +238,19 @@ fn autostream_beats_one_compaction_pc_only_where_the_lbas_tell_lifetimes_apart()
     }
 }
 
-/// The grid settings (grid device and lengths, seed 1) where `pcstream` was within 0.7 % of
-/// `autostream-mq` while its substream went by the CV of completed lifetimes: early on the
-/// compaction PC's completed lifetimes are its short ones (CV < 1), so the substream served a
-/// small stream. Judged by death rates, young against old pages alive or dead, the compaction
-/// stream qualifies from its first GC (docs/POLICIES.md, "Which streams get a substream").
+/// The acceptance runs of the grid (grid device and lengths, seeds 1–3): wherever one PC with
+/// lifetime CV > 1 writes at least 30 % of the pages, `pcstream` is below both AutoStreams (or,
+/// where GC never copies, at WAF 1.000 with them) and within 5 % of `per-pc`. With the
+/// substream chosen by the CV of completed lifetimes three runs (seed 1) were lost by
+/// 0.1–0.7 %: early on the compaction PC's completed lifetimes are its short ones (CV < 1), so
+/// the substream served a small stream; judged by death rates, young against old pages alive
+/// or dead, the compaction stream qualifies from its first GC (docs/POLICIES.md, "Which
+/// streams get a substream").
 #[test]
-fn pcstream_below_both_autostreams_where_completed_lifetimes_hid_the_spread() {
-    for (levels, ratio, skew, build_share) in
-        [(5, 10, 0.0, 0.0), (5, 10, 0.0, 0.3), (4, 4, 0.99, 0.0)]
-    {
-        let cfg = grid_device();
+fn pcstream_below_both_autostreams_wherever_one_pc_has_wide_lifetimes() {
+    let cfg = grid_device();
+    let mut qualifying = 0;
+    for (levels, ratio, skew, build_share, seed) in grid() {
         let p = GenParams {
             capacity_pages: cfg.logical_pages(),
             writes: 1_200_000,
@@ -204,22 +259,40 @@ fn pcstream_below_both_autostreams_where_completed_lifetimes_hid_the_spread() {
             skew,
             build_share,
             sst_pages: 256,
-            seed: 1,
+            seed,
             ..GenParams::default()
         };
-        let w = wafs_on(
-            &cfg,
-            &p,
-            400_000,
-            &["pcstream", "autostream-mq", "autostream-sfr"],
+        let reqs = requests(&p);
+        let (share, cv) = top_pc(&reqs, cfg.logical_pages());
+        let what = format!(
+            "levels {levels}, ratio {ratio}, skew {skew}, build {build_share}, seed {seed} \
+             (top PC {:.0} %, CV {cv:.2})",
+            100.0 * share
         );
+        if cv <= 1.0 || share < 0.3 {
+            eprintln!("{what}: not an acceptance run");
+            continue;
+        }
+        qualifying += 1;
+        let policies = ["pcstream", "autostream-mq", "autostream-sfr", "per-pc"];
+        let w = wafs_of(&cfg, &reqs, 400_000, &policies);
+        eprintln!("{what}: {w:?}");
         let pc = w["pcstream"];
         for a in ["autostream-mq", "autostream-sfr"] {
+            // WAF 1.000 is the floor: no policy gets below an AutoStream that GC never made copy.
+            let floor = pc == 1.0 && w[a] == 1.0;
             assert!(
-                pc < w[a],
-                "levels {levels}, ratio {ratio}, skew {skew}, build {build_share}: pcstream {pc} below {a} {}",
+                pc < w[a] || floor,
+                "{what}: pcstream {pc} below {a} {}",
                 w[a]
             );
         }
+        let pp = w["per-pc"];
+        assert!(
+            pc <= 1.05 * pp,
+            "{what}: pcstream {pc} within 5 % of per-pc {pp}"
+        );
     }
+    // Ratio 10 with skewed keys gives the compaction PC a CV below 1 (docs/POLICIES.md).
+    assert_eq!(qualifying, 54, "18 settings × 3 seeds qualify");
 }
