@@ -80,6 +80,16 @@ fn age_and_death_classes_follow_the_geometric_boundaries() {
         .expect("substreams outside 1 ..= host streams − 1 is refused");
         assert!(e.to_string().contains("substreams="), "{e}");
     }
+    for (key, bad) in [
+        ("hv_test", "median"),
+        ("hv_ratio", "-1"),
+        ("hv_ratio", "NaN"),
+    ] {
+        let e = registry::build("pcstream", &mut ctx(&[(key, bad)]))
+            .err()
+            .expect("a bad substream test is refused");
+        assert!(e.to_string().contains(&format!("{key}={bad}")), "{e}");
+    }
 }
 
 #[test]
