@@ -100,6 +100,15 @@ fn waf(a: &Args, trace: &Path, policy: &str) -> Result<f64, String> {
         .map_err(|e| format!("{} / {policy}: {e}", trace.display()))
 }
 
+/// One line to stdout; a reader that went away (`| head`) ends the sweep quietly.
+fn say(line: &str) -> Result<(), String> {
+    use std::io::Write;
+    match writeln!(std::io::stdout(), "{line}") {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => r.map_err(|e| format!("stdout: {e}")),
+    }
+}
+
 fn main() -> ExitCode {
     let run = || -> Result<(), String> {
         let a = parse_args()?;
@@ -118,10 +127,10 @@ fn main() -> ExitCode {
                     worst[i] = (r, name.clone());
                 }
             }
-            println!("{line}");
+            say(&line)?;
         }
         for (p, (r, t)) in a.policies.iter().zip(&worst) {
-            println!("worst {p}: {r:.3} × baseline on {t}");
+            say(&format!("worst {p}: {r:.3} × baseline on {t}"))?;
         }
         Ok(())
     };
