@@ -12,13 +12,12 @@
 //! lifetimes (write to overwrite or trim, in host pages, over the whole trace). With `--update`
 //! the table replaces the text between the `lsm-table` markers of that file.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use pcstream_core::config::SsdConfig;
-use pcstream_core::request::Op;
 use pcstream_core::SimOptions;
+use pcstream_trace::gen::TopPc;
 use pcstream_trace::{generate, generate_to_file, run_trace, GenParams, SstAlloc};
 
 const BEGIN: &str = "<!-- lsm-table:begin -->";
@@ -81,40 +80,13 @@ fn parse_args() -> Result<Args, String> {
 
 /// The PC writing the most pages: (its share of the pages, the CV of its lifetimes).
 fn top_pc(p: &GenParams) -> Result<(f64, f64), String> {
-    let mut last: Vec<Option<(u64, u64)>> = vec![None; p.capacity_pages as usize];
-    // Per PC: pages written, and n, Σℓ, Σℓ² of its completed lifetimes.
-    let mut stats: BTreeMap<u64, (u64, f64, f64, f64)> = BTreeMap::new();
-    let mut t = 0u64;
-    let end = |lpn: u64, t: u64, last: &mut [Option<(u64, u64)>], stats: &mut BTreeMap<_, _>| {
-        if let Some((w, pc)) = last[lpn as usize].take() {
-            let l = (t - w) as f64;
-            let s: &mut (u64, f64, f64, f64) = stats.entry(pc).or_default();
-            s.1 += 1.0;
-            s.2 += l;
-            s.3 += l * l;
-        }
-    };
+    let mut top = TopPc::new();
     generate("lsm", p, &mut |r| {
-        for lpn in r.lpn..r.lpn + r.pages as u64 {
-            if r.op == Op::Write as u8 {
-                end(lpn, t, &mut last, &mut stats);
-                last[lpn as usize] = Some((t, r.pc));
-                stats.entry(r.pc).or_default().0 += 1;
-                t += 1;
-            } else if r.op == Op::Trim as u8 {
-                end(lpn, t, &mut last, &mut stats);
-            }
-        }
+        top.push(&r);
         Ok(())
     })
     .map_err(|e| e.to_string())?;
-    let (_, &(pages, n, s, s2)) = stats
-        .iter()
-        .max_by_key(|(pc, s)| (s.0, std::cmp::Reverse(**pc)))
-        .ok_or("the trace writes nothing")?;
-    let mean = s / n.max(1.0);
-    let cv = ((s2 / n.max(1.0) - mean * mean).max(0.0)).sqrt() / mean.max(1e-9);
-    Ok((pages as f64 / t.max(1) as f64, cv))
+    top.share_and_cv().ok_or("the trace writes nothing".into())
 }
 
 fn table(a: &Args, dir: &Path) -> Result<String, String> {

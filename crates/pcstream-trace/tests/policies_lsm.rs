@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use pcstream_core::config::SsdConfig;
-use pcstream_core::request::Op;
 use pcstream_core::{Request, SimOptions, Simulator};
+use pcstream_trace::gen::TopPc;
 use pcstream_trace::{generate, GenParams, SstAlloc};
 
 mod common;
@@ -113,42 +113,6 @@ fn wafs_of(
         out.insert(spec, sim.finish().waf);
     }
     out
-}
-
-/// The PC writing the most pages of `reqs`: its share of the host pages and the CV of its
-/// pages' lifetimes (write to overwrite or trim, in host pages; pages never invalidated left
-/// out), as `examples/lsm_grid.rs` reports them.
-fn top_pc(reqs: &[Request], logical: u64) -> (f64, f64) {
-    let mut last: Vec<Option<(u64, u64)>> = vec![None; logical as usize];
-    // Per PC: pages written, and n, Σℓ, Σℓ² of its completed lifetimes.
-    let mut stats: BTreeMap<u64, (u64, f64, f64, f64)> = BTreeMap::new();
-    let mut t = 0u64;
-    for r in reqs
-        .iter()
-        .filter(|r| r.op == Op::Write as u8 || r.op == Op::Trim as u8)
-    {
-        for lpn in r.lpn..r.lpn + r.pages as u64 {
-            if let Some((w, pc)) = last[lpn as usize].take() {
-                let l = (t - w) as f64;
-                let s = stats.entry(pc).or_default();
-                s.1 += 1.0;
-                s.2 += l;
-                s.3 += l * l;
-            }
-            if r.op == Op::Write as u8 {
-                last[lpn as usize] = Some((t, r.pc));
-                stats.entry(r.pc).or_default().0 += 1;
-                t += 1;
-            }
-        }
-    }
-    let (_, &(pages, n, s, s2)) = stats
-        .iter()
-        .max_by_key(|(pc, s)| (s.0, std::cmp::Reverse(**pc)))
-        .expect("the trace writes");
-    let mean = s / n.max(1.0);
-    let cv = ((s2 / n.max(1.0) - mean * mean).max(0.0)).sqrt() / mean.max(1e-9);
-    (pages as f64 / t.max(1) as f64, cv)
 }
 
 /// Every setting of the grid (levels {3, 4, 5} × ratio {4, 10} × skew {0, 0.99} × build share
@@ -263,7 +227,9 @@ fn pcstream_below_both_autostreams_wherever_one_pc_has_wide_lifetimes() {
             ..GenParams::default()
         };
         let reqs = requests(&p);
-        let (share, cv) = top_pc(&reqs, cfg.logical_pages());
+        let mut top = TopPc::new();
+        reqs.iter().for_each(|r| top.push(r));
+        let (share, cv) = top.share_and_cv().expect("the trace writes");
         let what = format!(
             "levels {levels}, ratio {ratio}, skew {skew}, build {build_share}, seed {seed} \
              (top PC {:.0} %, CV {cv:.2})",

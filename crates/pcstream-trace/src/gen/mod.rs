@@ -35,6 +35,7 @@
 
 mod lsm;
 mod mix;
+mod top_pc;
 
 use std::path::Path;
 
@@ -48,6 +49,7 @@ use crate::error::TraceError;
 
 pub use lsm::{Activity as LsmActivity, SstAlloc, LSM_PC_BASE};
 pub use mix::{Lifetime, MixSpec, UpdateDist, WriterKind, WriterSpec, MIX_PRESETS};
+pub use top_pc::TopPc;
 
 /// Generator errors are trace errors; bad parameters are [`TraceError::Gen`].
 pub type GenError = TraceError;
