@@ -186,9 +186,8 @@ pub struct PcStream {
     max_substreams: usize,
     hv_min_n: u64,
     hv_cv: f64,
-    /// `high_variance` by death rates (`hv_test=hazard`): young over old death rate a stream
-    /// needs for a substream; `None`: by the CV of completed lifetimes (`hv_test=cv`).
-    hv_ratio: Option<f64>,
+    /// `hv_test=hazard`: young over old death rate a stream needs for a substream.
+    hv_ratio: f64,
     /// Adjacent clusters whose split tells less than this (nats per lifetime sample, see
     /// `cluster::merge_uninformative`) about their pages' log2 lifetimes share a stream (0: never
     /// merge).
@@ -222,7 +221,8 @@ pub struct PcStream {
     evictions: u64,
     /// `age` / `death`: the first class boundary (half a unit, in pages).
     class_base: f64,
-    /// `hv_test=hazard`: young and old death rates per host stream.
+    /// `hv_test=hazard` (else `high_variance` goes by the CV of completed lifetimes): young
+    /// and old death rates per host stream.
     hazard: Option<AgeHazard>,
 }
 
@@ -282,7 +282,7 @@ impl PcStream {
                 "hv_ratio={hv_ratio}: use a number ≥ 0"
             )));
         }
-        let hv_ratio = (substreams == Substreams::HighVariance && by_hazard).then_some(hv_ratio);
+        let by_hazard = substreams == Substreams::HighVariance && by_hazard;
         if n_min == 0 || period == 0 {
             return Err(SimError::BadParam("n_min and period must be ≥ 1".into()));
         }
@@ -348,8 +348,8 @@ impl PcStream {
             class_base: (ctx.unit_pages as f64 / 2.0).max(1.0),
             // A page older than four writes of the logical space counts as old even before its
             // stream's first GC (our choice: it bounds the state; GC ages beyond are rare).
-            hazard: hv_ratio
-                .map(|_| AgeHazard::new(ctx.host_streams as usize, 4 * ctx.logical_pages.max(1))),
+            hazard: by_hazard
+                .then(|| AgeHazard::new(ctx.host_streams as usize, 4 * ctx.logical_pages.max(1))),
         })
     }
 
@@ -517,7 +517,8 @@ impl PcStream {
         if self.substreams == Substreams::HighVariance {
             let mut pages = vec![0u64; self.host_streams as usize];
             let mut copied = vec![0u64; self.host_streams as usize];
-            if let (Some(h), Some(ratio)) = (&mut self.hazard, self.hv_ratio) {
+            let by_hazard = self.hazard.is_some();
+            if let Some(h) = &mut self.hazard {
                 // Pages per stream since the last reclustering, of the streams whose pages
                 // past the age GC erases their units at die `ratio` times slower than younger
                 // ones (rates of the pages written to the stream so far).
@@ -527,7 +528,7 @@ impl PcStream {
                 for (s, p) in pages.iter_mut().enumerate() {
                     let r = h.rates(s);
                     let slower = r.young_deaths >= self.hv_min_n as f64
-                        && r.ratio.is_some_and(|x| x > ratio);
+                        && r.ratio.is_some_and(|x| x > self.hv_ratio);
                     if s == 0 || !slower {
                         *p = 0;
                     }
@@ -551,7 +552,7 @@ impl PcStream {
             // stream substreamed for one period left its slot's unit idle for the rest of the
             // run, 2.7 % above `pcstream-star`; kept, 0.4 %). `hv_test=cv` stays the rule it was.
             for s in 0..self.sub.len() {
-                if self.hv_ratio.is_some()
+                if by_hazard
                     && ranked.len() < self.max_substreams
                     && self.sub[s].is_some()
                     && !ranked.contains(&s)
