@@ -21,7 +21,11 @@ WRITE, TRIM = 0, 1  # the op column's codes (docs/FORMATS.md)
 RANGES = 10
 
 
-def report(path: Path, warmup: int, pc_sig: int | None) -> None:
+def page_versions(path: Path, pc_sig: int | None) -> dict:
+    """Every host page version of the trace, expanded from its requests: `lpn`, `pc`, `host`
+    (a host write, not a trim or the aged state's), `clock` (host pages written before it),
+    `nxt` (index of the next event on the same LPN, -1 for none: the version is still alive
+    at the end) and `pc_sig` (the PC asked for, or the one writing the most host pages)."""
     f = pq.ParquetFile(path)
     aged_rows = int((f.metadata.metadata or {}).get(b"pcstream.aged_rows", b"0"))
     t = f.read(columns=["op", "lpn", "pages", "pc"])
@@ -41,9 +45,17 @@ def report(path: Path, warmup: int, pc_sig: int | None) -> None:
     nxt = np.full(len(lpn), -1, dtype=np.int64)
     nxt[order[:-1][same]] = order[1:][same]
     if pc_sig is None:
+        if not host.any():
+            raise SystemExit(f"{path}: the trace has no host write")
         sigs, counts = np.unique(pc[host], return_counts=True)
         pc_sig = int(sigs[counts.argmax()])
-    sel = np.flatnonzero(host & (nxt >= 0) & (pc == pc_sig) & (clock >= warmup))
+    return {"lpn": lpn, "pc": pc, "host": host, "clock": clock, "nxt": nxt, "pc_sig": pc_sig}
+
+
+def report(path: Path, warmup: int, pc_sig: int | None) -> None:
+    v = page_versions(path, pc_sig)
+    lpn, clock, nxt, pc_sig = v["lpn"], v["clock"], v["nxt"], v["pc_sig"]
+    sel = np.flatnonzero(v["host"] & (nxt >= 0) & (v["pc"] == pc_sig) & (clock >= warmup))
     if len(sel) == 0:
         raise SystemExit(f"{path}: PC {pc_sig} has no page that dies after {warmup} host pages")
     life = clock[nxt[sel]] - clock[sel]

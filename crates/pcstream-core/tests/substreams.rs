@@ -71,6 +71,22 @@ fn age_and_death_classes_follow_the_geometric_boundaries() {
     assert_eq!(by_death(death.as_mut(), 10_000 + 500), 6);
     assert_eq!(by_death(death.as_mut(), NEVER), 6);
 
+    // Boundaries of one's own: 1000 and 1000·2 = 2000 pages.
+    let mut own = registry::build(
+        "pcstream",
+        &mut ctx(&[
+            ("substream_policy", "death"),
+            ("substreams", "3"),
+            ("class_base", "1000"),
+            ("class_ratio", "2"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(by_death(own.as_mut(), 10_000 + 999), 4);
+    assert_eq!(by_death(own.as_mut(), 10_000 + 1000), 5);
+    assert_eq!(by_death(own.as_mut(), 10_000 + 1999), 5);
+    assert_eq!(by_death(own.as_mut(), 10_000 + 2000), 6);
+
     for bad in ["0", "4"] {
         let e = registry::build(
             "pcstream",
@@ -84,6 +100,10 @@ fn age_and_death_classes_follow_the_geometric_boundaries() {
         ("hv_test", "median"),
         ("hv_ratio", "-1"),
         ("hv_ratio", "NaN"),
+        ("class_base", "0.5"),
+        ("class_base", "inf"),
+        ("class_ratio", "1"),
+        ("class_ratio", "NaN"),
     ] {
         let e = registry::build("pcstream", &mut ctx(&[(key, bad)]))
             .err()

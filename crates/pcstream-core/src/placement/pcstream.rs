@@ -22,7 +22,8 @@
 //! every stream's survivors go to its own substream (the FTL's `substream` mode, N more open
 //! units), which costs space where lifetimes do not vary (memoryless overwrites). With `age`
 //! every stream's survivors go by age (time since their host write) into M classes on the
-//! oracle's geometric boundaries (unit/2 · 4^i): SepBIT's rule for GC writes. `death` sorts them
+//! oracle's geometric boundaries (`class_base` · `class_ratio`^i, by default unit/2 · 4^i):
+//! SepBIT's rule for GC writes. `death` sorts them
 //! the same way by their true remaining lifetime (the oracle's pre-pass): not a device scheme but
 //! a yardstick for rules that place GC copies on these classes (docs/POLICIES.md).
 //! Streams are not free: each holds an open unit, space GC then lacks. After clustering,
@@ -51,7 +52,8 @@
 //! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:
 //! `substream_policy` = `high_variance` | `all` | `age` | `death`, `substreams` (M = 2;
 //! 1 ..= N − 1 for every policy but `all`), `hv_test` = `hazard` (default) | `cv`, `hv_ratio`
-//! (2.0), `hv_min_n` (32), `hv_cv` (1.0); for both `min_gain` (0.02; 0 keeps every cluster in a
+//! (2.0), `hv_min_n` (32), `hv_cv` (1.0), `class_base` (pages, ≥ 1; half a unit) and
+//! `class_ratio` (> 1; 4) for `age` and `death`; for both `min_gain` (0.02; 0 keeps every cluster in a
 //! stream of its own).
 //! Deviations: lifetime statistics are cumulative
 //! (unless `stat_decay`); never-invalidated data contribute nothing (right-censoring, as in the
@@ -221,6 +223,8 @@ pub struct PcStream {
     evictions: u64,
     /// `age` / `death`: the first class boundary (half a unit, in pages).
     class_base: f64,
+    /// `age` / `death`: ratio between adjacent class boundaries.
+    class_ratio: f64,
     /// `hv_test=hazard` (else `high_variance` goes by the CV of completed lifetimes): young
     /// and old death rates per host stream.
     hazard: Option<AgeHazard>,
@@ -283,6 +287,18 @@ impl PcStream {
             )));
         }
         let by_hazard = substreams == Substreams::HighVariance && by_hazard;
+        let class_base: f64 = ctx.param("class_base", (ctx.unit_pages as f64 / 2.0).max(1.0))?;
+        let class_ratio: f64 = ctx.param("class_ratio", CLASS_RATIO)?;
+        if !(class_base.is_finite() && class_base >= 1.0) {
+            return Err(SimError::BadParam(format!(
+                "class_base={class_base}: use a number of pages ≥ 1"
+            )));
+        }
+        if !(class_ratio.is_finite() && class_ratio > 1.0) {
+            return Err(SimError::BadParam(format!(
+                "class_ratio={class_ratio}: use a number > 1"
+            )));
+        }
         if n_min == 0 || period == 0 {
             return Err(SimError::BadParam("n_min and period must be ≥ 1".into()));
         }
@@ -345,7 +361,8 @@ impl PcStream {
             max_pcs,
             hand: 0,
             evictions: 0,
-            class_base: (ctx.unit_pages as f64 / 2.0).max(1.0),
+            class_base,
+            class_ratio,
             // A page older than four writes of the logical space counts as old even before its
             // stream's first GC (our choice: it bounds the state; GC ages beyond are rare).
             hazard: by_hazard
@@ -744,7 +761,7 @@ impl Placement for PcStream {
             _ => return self.victim_destination(p.victim_wp),
         };
         let c = span.map_or(last, |r| {
-            geometric_class(r, self.class_base, CLASS_RATIO, last)
+            geometric_class(r, self.class_base, self.class_ratio, last)
         });
         StreamId(hs + c as u8)
     }
