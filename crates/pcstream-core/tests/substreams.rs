@@ -104,6 +104,7 @@ fn age_and_death_classes_follow_the_geometric_boundaries() {
         ("class_base", "inf"),
         ("class_ratio", "1"),
         ("class_ratio", "NaN"),
+        ("merge_weight", "samples"),
     ] {
         let e = registry::build("pcstream", &mut ctx(&[(key, bad)]))
             .err()

@@ -205,6 +205,15 @@ impl std::ops::Add for Moments {
 }
 
 impl Moments {
+    /// The same mean and spread with `k` times the weight.
+    pub fn scaled(self, k: f64) -> Moments {
+        debug_assert!(k.is_finite() && k >= 0.0);
+        Moments {
+            n: self.n * k,
+            s1: self.s1 * k,
+            s2: self.s2 * k,
+        }
+    }
     fn mean(&self) -> f64 {
         self.s1 / self.n
     }

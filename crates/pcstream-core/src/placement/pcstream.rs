@@ -28,8 +28,9 @@
 //! a yardstick for rules that place GC copies on these classes (docs/POLICIES.md).
 //! Streams are not free: each holds an open unit, space GC then lacks. After clustering,
 //! adjacent clusters whose split says little about their pages' log2 lifetimes (Gaussian
-//! log-likelihood gain below `min_gain` nats per lifetime sample, `cluster::merge_uninformative`)
-//! share a stream; a single cluster left whose mean lifetime is not told apart from that of
+//! log-likelihood gain below `min_gain` nats per lifetime sample, `cluster::merge_uninformative`;
+//! each PC weighing by the pages it has written, `merge_weight=pages`, or by its completed
+//! lifetimes, `lifetimes`) share a stream; a single cluster left whose mean lifetime is not told apart from that of
 //! stream 0's data (PC 0 and PCs still unknown; `cluster::mean_gain`) shares stream 0,
 //! baseline's layout.
 //! Source: Kim et al., "PCStream: Automatic Stream Allocation Using Program Contexts",
@@ -54,10 +55,11 @@
 //! 1 ..= N − 1 for every policy but `all`), `hv_test` = `hazard` (default) | `cv`, `hv_ratio`
 //! (2.0), `hv_min_n` (32), `hv_cv` (1.0), `class_base` (pages, ≥ 1; half a unit) and
 //! `class_ratio` (> 1; 4) for `age` and `death`; for both `min_gain` (0.02; 0 keeps every cluster in a
-//! stream of its own).
+//! stream of its own) and `merge_weight` (`pages` | `lifetimes`).
 //! Deviations: lifetime statistics are cumulative
-//! (unless `stat_decay`); never-invalidated data contribute nothing (right-censoring, as in the
-//! paper); PC 0 (unknown context) always goes to stream 0.
+//! (unless `stat_decay`); never-invalidated data contribute no lifetime (right-censoring, as in
+//! the paper), but their pages count in the weight of their PC's cluster when clusters are
+//! merged; PC 0 (unknown context) always goes to stream 0.
 
 // No adversary picks the PC signatures: a fast non-keyed hasher is enough.
 use rustc_hash::FxHashMap;
@@ -223,6 +225,9 @@ pub struct PcStream {
     evictions: u64,
     /// `age` / `death`: the first class boundary (half a unit, in pages).
     class_base: f64,
+    /// `merge_weight=pages`: clusters are merged with each PC weighing by its pages written
+    /// (else by its completed lifetimes).
+    weigh_by_pages: bool,
     /// `age` / `death`: ratio between adjacent class boundaries.
     class_ratio: f64,
     /// `hv_test=hazard` (else `high_variance` goes by the CV of completed lifetimes): young
@@ -287,6 +292,15 @@ impl PcStream {
             )));
         }
         let by_hazard = substreams == Substreams::HighVariance && by_hazard;
+        let weigh_by_pages = match ctx.param("merge_weight", "pages".to_string())?.as_str() {
+            "pages" => true,
+            "lifetimes" => false,
+            o => {
+                return Err(SimError::BadParam(format!(
+                    "merge_weight={o}: use pages or lifetimes"
+                )))
+            }
+        };
         let class_base: f64 = ctx.param("class_base", (ctx.unit_pages as f64 / 2.0).max(1.0))?;
         let class_ratio: f64 = ctx.param("class_ratio", CLASS_RATIO)?;
         if !(class_base.is_finite() && class_base >= 1.0) {
@@ -362,6 +376,7 @@ impl PcStream {
             hand: 0,
             evictions: 0,
             class_base,
+            weigh_by_pages,
             class_ratio,
             // A page older than four writes of the logical space counts as old even before its
             // stream's first GC (our choice: it bounds the state; GC ages beyond are rare).
@@ -490,9 +505,25 @@ impl PcStream {
         // Clusters whose pages' lifetimes overlap are not worth two streams: each stream holds an
         // open unit, space that GC then lacks, and mixing two such clusters costs nothing more
         // than the spread inside each already does.
+        //
+        // Each PC weighs by the pages it has written (`merge_weight=pages`, our choice), its
+        // lifetimes' mean and spread kept: long-lived data completes few lifetimes while it is
+        // written (right-censoring), so weighed by completed lifetimes a cold writer that has
+        // written a fifth of the pages but seen one file die weighs next to nothing and joins the
+        // hot stream until the next period (`gen mix hotcold-files`, seed 2: 2.02 against
+        // `per-pc`'s 1.07; docs/POLICIES.md).
         let mut moments = vec![Moments::default(); c.centroids.len()];
+        let mut samples = Moments::default();
         for (&(_, _, i), &g) in known.iter().zip(&c.labels) {
-            moments[g as usize] = moments[g as usize] + self.pcs[i].moments();
+            let e = &self.pcs[i];
+            let m = e.moments();
+            samples = samples + m;
+            let m = if self.weigh_by_pages {
+                m.scaled(e.writes.max(e.n) as f64 / m.n)
+            } else {
+                m
+            };
+            moments[g as usize] = moments[g as usize] + m;
         }
         let merged = merge_uninformative(&moments, self.min_gain);
         let groups = merged.last().map_or(0, |&m| m as usize + 1);
@@ -516,8 +547,7 @@ impl PcStream {
                 .iter()
                 .filter(|e| e.n < self.n_min)
                 .fold(self.pc0, |m, e| m + e.moments());
-            let all = moments.iter().fold(Moments::default(), |a, &b| a + b);
-            mean_gain(&zero, &all) / (zero.n + all.n) < self.min_gain
+            mean_gain(&zero, &samples) / (zero.n + samples.n) < self.min_gain
         };
         let first = if lone { 0 } else { 1 };
         self.first_stream = first;
