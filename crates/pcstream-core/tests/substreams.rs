@@ -105,6 +105,7 @@ fn age_and_death_classes_follow_the_geometric_boundaries() {
         ("class_ratio", "1"),
         ("class_ratio", "NaN"),
         ("merge_weight", "samples"),
+        ("hv_min_units", "-1"),
     ] {
         let e = registry::build("pcstream", &mut ctx(&[(key, bad)]))
             .err()
