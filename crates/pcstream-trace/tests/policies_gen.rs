@@ -16,12 +16,15 @@ fn device() -> SsdConfig {
     SsdConfig::from_toml("test", toml).expect("valid test config")
 }
 
-fn mix(preset: &str, logical: u64, passes: u64) -> Vec<Request> {
+/// Default generator seed of these tests.
+const SEED: u64 = 7;
+
+fn mix(preset: &str, logical: u64, passes: u64, seed: u64) -> Vec<Request> {
     let p = GenParams {
         capacity_pages: logical,
         writes: passes * logical / 8,
         req_pages: 8,
-        seed: 7,
+        seed,
         mix: preset.into(),
         ..GenParams::default()
     };
@@ -36,31 +39,37 @@ fn mix(preset: &str, logical: u64, passes: u64) -> Vec<Request> {
 
 /// WAF of every registered policy on `reqs`, aged to 90 %, the first 3 passes as warm-up.
 fn wafs(cfg: &SsdConfig, reqs: &[Request]) -> BTreeMap<&'static str, f64> {
-    let logical = cfg.logical_pages();
     registry::names()
         .into_iter()
-        .map(|name| {
-            let o = SimOptions {
-                policy: name.into(),
-                prefill: 0.9,
-                warmup: 3 * logical,
-                seed: 1,
-                ..Default::default()
-            };
-            let mut sim = Simulator::new(cfg, o).expect("simulator");
-            // Whole-state checks after every GC would dominate (tests/invariants.rs in the core
-            // crate runs them for every policy).
-            sim.set_verify_each_gc(false);
-            if sim.needs_death_times() {
-                let mut pass = sim.death_pass();
-                reqs.iter().for_each(|r| pass.feed(r));
-                sim.set_death_times(pass.finish());
-            }
-            sim.start().expect("start");
-            sim.feed(reqs).expect("feed");
-            (name, sim.finish().waf)
-        })
+        .map(|name| (name, waf_with(cfg, reqs, name, &[])))
         .collect()
+}
+
+/// WAF of `policy` with `params` on `reqs`, aged to 90 %, the first 3 passes as warm-up.
+fn waf_with(cfg: &SsdConfig, reqs: &[Request], policy: &str, params: &[(&str, &str)]) -> f64 {
+    let o = SimOptions {
+        policy: policy.into(),
+        prefill: 0.9,
+        warmup: 3 * cfg.logical_pages(),
+        seed: 1,
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        ..Default::default()
+    };
+    let mut sim = Simulator::new(cfg, o).expect("simulator");
+    // Whole-state checks after every GC would dominate (tests/invariants.rs in the core crate
+    // runs them for every policy).
+    sim.set_verify_each_gc(false);
+    if sim.needs_death_times() {
+        let mut pass = sim.death_pass();
+        reqs.iter().for_each(|r| pass.feed(r));
+        sim.set_death_times(pass.finish());
+    }
+    sim.start().expect("start");
+    sim.feed(reqs).expect("feed");
+    sim.finish().waf
 }
 
 /// Every policy's WAF on a preset, computed once for all tests (the runs dominate their time);
@@ -78,7 +87,7 @@ fn wafs_of(preset: &str) -> BTreeMap<&'static str, f64> {
         .expect("a preset of this test");
     cell.get_or_init(|| {
         let cfg = device();
-        let w = wafs(&cfg, &mix(preset, cfg.logical_pages(), 8));
+        let w = wafs(&cfg, &mix(preset, cfg.logical_pages(), 8, SEED));
         show(preset, &w);
         w
     })
@@ -141,26 +150,6 @@ fn no_policy_is_worse_than_baseline_on_the_hot_cold_mix() {
     }
 }
 
-/// WAF of `policy` with `params` on `reqs` (aged to 90 %, the first 3 passes as warm-up).
-fn waf_with(cfg: &SsdConfig, reqs: &[Request], policy: &str, params: &[(&str, &str)]) -> f64 {
-    let o = SimOptions {
-        policy: policy.into(),
-        prefill: 0.9,
-        warmup: 3 * cfg.logical_pages(),
-        seed: 1,
-        params: params
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-        ..Default::default()
-    };
-    let mut sim = Simulator::new(cfg, o).expect("simulator");
-    sim.set_verify_each_gc(false);
-    sim.start().expect("start");
-    sim.feed(reqs).expect("feed");
-    sim.finish().waf
-}
-
 #[test]
 fn a_cold_writer_with_few_completed_lifetimes_still_gets_a_stream_of_its_own() {
     // hotcold-files: the cold writer's files live most of a region, so when it first becomes
@@ -172,20 +161,7 @@ fn a_cold_writer_with_few_completed_lifetimes_still_gets_a_stream_of_its_own() {
     let mut worst: f64 = 0.0;
     let mut by_lifetimes_worst: f64 = 0.0;
     for seed in 1..=6 {
-        let p = GenParams {
-            capacity_pages: cfg.logical_pages(),
-            writes: cfg.logical_pages(),
-            req_pages: 8,
-            seed,
-            mix: "hotcold-files".into(),
-            ..GenParams::default()
-        };
-        let mut reqs = Vec::new();
-        generate("mix", &p, &mut |r| {
-            reqs.push(r);
-            Ok(())
-        })
-        .expect("preset generates");
+        let reqs = mix("hotcold-files", cfg.logical_pages(), 8, seed);
         let per_pc = waf_with(&cfg, &reqs, "per-pc", &[]);
         let star = waf_with(&cfg, &reqs, "pcstream-star", &[]);
         let old = waf_with(
