@@ -1,12 +1,14 @@
 //! Every placement policy on the `gen mix` presets, whose writers have known lifetime classes:
 //! the orderings the papers report (docs/POLICIES.md has the full table, `make policy-table`).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use pcstream_core::config::SsdConfig;
 use pcstream_core::placement::registry;
-use pcstream_core::{Request, SimOptions, Simulator};
+use pcstream_core::{Request, SimOptions};
 use pcstream_trace::{generate, GenParams};
 
 /// One die of 512 blocks × 64 pages, 7 % OP, 8 host streams, block units (30 k logical pages).
@@ -58,18 +60,7 @@ fn waf_with(cfg: &SsdConfig, reqs: &[Request], policy: &str, params: &[(&str, &s
             .collect(),
         ..Default::default()
     };
-    let mut sim = Simulator::new(cfg, o).expect("simulator");
-    // Whole-state checks after every GC would dominate (tests/invariants.rs in the core crate
-    // runs them for every policy).
-    sim.set_verify_each_gc(false);
-    if sim.needs_death_times() {
-        let mut pass = sim.death_pass();
-        reqs.iter().for_each(|r| pass.feed(r));
-        sim.set_death_times(pass.finish());
-    }
-    sim.start().expect("start");
-    sim.feed(reqs).expect("feed");
-    sim.finish().waf
+    common::waf(cfg, o, reqs)
 }
 
 /// Every policy's WAF on a preset, computed once for all tests (the runs dominate their time);

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use pcstream_core::config::SsdConfig;
-use pcstream_core::{Request, SimOptions, Simulator};
+use pcstream_core::{Request, SimOptions};
 use pcstream_trace::gen::TopPc;
 use pcstream_trace::{generate, GenParams, SstAlloc};
 
@@ -101,16 +101,7 @@ fn wafs_of(
             seed: 1,
             ..Default::default()
         };
-        let mut sim = Simulator::new(cfg, o).expect("simulator");
-        sim.set_verify_each_gc(false);
-        if sim.needs_death_times() {
-            let mut pass = sim.death_pass();
-            reqs.iter().for_each(|r| pass.feed(r));
-            sim.set_death_times(pass.finish());
-        }
-        sim.start().expect("start");
-        sim.feed(reqs).expect("feed");
-        out.insert(spec, sim.finish().waf);
+        out.insert(spec, common::waf(cfg, o, reqs));
     }
     out
 }

@@ -1,5 +1,5 @@
 //! Helpers shared by the integration tests: hand-built Parquet files (any column order, types
-//! and metadata), reading a whole trace back, and the test devices.
+//! and metadata), reading a whole trace back, the test devices and one simulation's WAF.
 #![allow(dead_code)]
 
 use std::path::Path;
@@ -12,6 +12,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use pcstream_core::config::SsdConfig;
 use pcstream_core::request::Request;
+use pcstream_core::{SimOptions, Simulator};
 use pcstream_trace::{BlockTraceReader, TraceError};
 
 /// Write `cols` (name, array) as a Parquet file with `kv` metadata and `group` rows per row group.
@@ -68,4 +69,20 @@ pub fn greedy_device(name: &str, channels: u32, ways: u32, blocks: u32, pages: u
          gc_victim = \"greedy\"\n"
     );
     SsdConfig::from_toml(name, &toml).expect("valid config")
+}
+
+/// WAF of one simulation of `reqs` with options `o` (the death-time pre-pass run first when the
+/// policy needs it). Whole-state checks after every GC are off: they would dominate, and
+/// tests/invariants.rs in the core crate runs them for every policy.
+pub fn waf(cfg: &SsdConfig, o: SimOptions, reqs: &[Request]) -> f64 {
+    let mut sim = Simulator::new(cfg, o).expect("simulator");
+    sim.set_verify_each_gc(false);
+    if sim.needs_death_times() {
+        let mut pass = sim.death_pass();
+        reqs.iter().for_each(|r| pass.feed(r));
+        sim.set_death_times(pass.finish());
+    }
+    sim.start().expect("start");
+    sim.feed(reqs).expect("feed");
+    sim.finish().waf
 }
