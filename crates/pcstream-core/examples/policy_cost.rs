@@ -106,15 +106,7 @@ fn main() {
             eprintln!("policy_cost: {spec}: {e}");
             std::process::exit(2)
         });
-        if sim.needs_death_times() {
-            let mut pass = sim.death_pass();
-            pass.feed_batch(&reqs);
-            sim.set_death_times(pass.finish());
-        }
-        sim.start().expect("start");
-        for chunk in reqs.chunks(65536) {
-            sim.feed(chunk).expect("feed");
-        }
+        sim.run_requests(&reqs).expect("run");
         let r = sim.finish();
         let s = cpu_seconds(wall) - t0;
         let ops = host_pages + r.gc_pages as f64;

@@ -217,6 +217,19 @@ impl Simulator {
         self.policy.as_mut()
     }
 
+    /// Simulate `reqs`, all in memory, from the start: the death-time pre-pass over them first
+    /// when the policy needs it, then `start` and `feed`. `finish` gives the result. Traces too
+    /// large for memory go through `death_pass`, `start` and `feed` in batches instead.
+    pub fn run_requests(&mut self, reqs: &[Request]) -> Result<(), SimError> {
+        if self.needs_death_times() {
+            let mut pass = self.death_pass();
+            pass.feed_batch(reqs);
+            self.set_death_times(pass.finish());
+        }
+        self.start()?;
+        self.feed(reqs)
+    }
+
     /// Write the prefill (cold, stream 0, pc 0) and start the clock. Call once, before `feed`.
     pub fn start(&mut self) -> Result<(), SimError> {
         if self.needs_death_times() && self.deaths.is_none() {

@@ -82,15 +82,7 @@ fn every_listed_policy_builds_and_runs() {
     for entry in POLICIES {
         let mut sim =
             Simulator::new(&cfg, options(entry, 0.5)).unwrap_or_else(|e| panic!("{entry}: {e}"));
-        if sim.needs_death_times() {
-            let mut p = sim.death_pass();
-            for r in &reqs {
-                p.feed(r);
-            }
-            sim.set_death_times(p.finish());
-        }
-        sim.start().unwrap();
-        sim.feed(&reqs).unwrap();
+        sim.run_requests(&reqs).unwrap();
         let r = sim.finish();
         assert_eq!(r.host_pages, 4 * logical, "{entry}");
         assert!(
@@ -192,13 +184,7 @@ proptest! {
         }
         let mut sim = Simulator::new(&cfg, o.clone()).unwrap();
         sim.set_verify_each_gc(true);
-        if sim.needs_death_times() {
-            let mut p = sim.death_pass();
-            for r in &reqs { p.feed(r); }
-            sim.set_death_times(p.finish());
-        }
-        sim.start().unwrap();
-        sim.feed(&reqs).unwrap();
+        sim.run_requests(&reqs).unwrap();
         prop_assert!(sim.verify().is_ok(), "{:?}", sim.verify());
         for l in 0..logical {
             prop_assert_eq!(sim.mapped_stream(l).is_some(), live.contains(&l), "lpn {}", l);

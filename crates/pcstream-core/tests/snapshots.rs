@@ -85,13 +85,7 @@ fn snapshot_all(fixture: &str, reqs: &[Request]) {
             ..opts(name, 0.5, logical)
         };
         let mut sim = Simulator::new(&cfg, o).expect("simulator");
-        if sim.needs_death_times() {
-            let mut pass = sim.death_pass();
-            reqs.iter().for_each(|r| pass.feed(r));
-            sim.set_death_times(pass.finish());
-        }
-        sim.start().expect("start");
-        sim.feed(reqs).expect("feed");
+        sim.run_requests(reqs).expect("run");
         let r = sim.finish();
         insta::assert_json_snapshot!(format!("{fixture}__{name}"), r, {
             ".wall_s" => "[wall]",

@@ -47,13 +47,8 @@ fn every_policy_runs_on_the_256_line_device() {
         };
         let mut sim = Simulator::new(&cfg, o).unwrap_or_else(|e| panic!("{name}: {e}"));
         sim.set_verify_each_gc(false);
-        if sim.needs_death_times() {
-            let mut pass = sim.death_pass();
-            reqs.iter().for_each(|r| pass.feed(r));
-            sim.set_death_times(pass.finish());
-        }
-        sim.start().unwrap_or_else(|e| panic!("{name}: {e}"));
-        sim.feed(&reqs).unwrap_or_else(|e| panic!("{name}: {e}"));
+        sim.run_requests(&reqs)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         sim.verify().unwrap_or_else(|e| panic!("{name}: {e}"));
         let r = sim.finish();
         assert!(r.gc_pages > 0, "{name}: the run must exercise GC");

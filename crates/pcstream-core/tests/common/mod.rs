@@ -37,15 +37,7 @@ pub fn opts(policy: &str, prefill: f64, warmup: u64) -> SimOptions {
 pub fn run(cfg: &SsdConfig, o: SimOptions, reqs: &[Request], verify: bool) -> SimResult {
     let mut sim = Simulator::new(cfg, o).expect("simulator");
     sim.set_verify_each_gc(verify);
-    if sim.needs_death_times() {
-        let mut pass = sim.death_pass();
-        for r in reqs {
-            pass.feed(r);
-        }
-        sim.set_death_times(pass.finish());
-    }
-    sim.start().expect("start");
-    sim.feed(reqs).expect("feed");
+    sim.run_requests(reqs).expect("run");
     if verify {
         sim.verify().expect("final state");
     }

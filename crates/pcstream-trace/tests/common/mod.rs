@@ -77,12 +77,6 @@ pub fn greedy_device(name: &str, channels: u32, ways: u32, blocks: u32, pages: u
 pub fn waf(cfg: &SsdConfig, o: SimOptions, reqs: &[Request]) -> f64 {
     let mut sim = Simulator::new(cfg, o).expect("simulator");
     sim.set_verify_each_gc(false);
-    if sim.needs_death_times() {
-        let mut pass = sim.death_pass();
-        reqs.iter().for_each(|r| pass.feed(r));
-        sim.set_death_times(pass.finish());
-    }
-    sim.start().expect("start");
-    sim.feed(reqs).expect("feed");
+    sim.run_requests(reqs).expect("run");
     sim.finish().waf
 }
