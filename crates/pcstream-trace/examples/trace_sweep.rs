@@ -3,13 +3,14 @@
 //!
 //! ```text
 //! cargo run --release -p pcstream-trace --example trace_sweep -- [--ssd paper|FILE.toml]
-//!     [--policy P]... [--param KEY=VALUE]... [--warmup PAGES] TRACE.parquet...
+//!     [--policy P]... [--param KEY=VALUE]... [--warmup PAGES] [--prefill F] TRACE.parquet...
 //! ```
 //! Default policies: `pcstream-star` and `pcstream`. `--param` goes to every policy but
 //! `baseline`. Prints one line per trace: baseline WAF, each policy's WAF and its ratio to
 //! baseline; at the end the worst ratio of each policy. No timing; no warm-up unless given (as
 //! `compare` runs the bundled suite, whose traces carry their aged state; `gen lsm` traces are
-//! measured after 400000 pages, as `examples/lsm_grid.rs` does).
+//! measured after 400000 pages, as `examples/lsm_grid.rs` does); no prefill unless given (`gen`
+//! workloads are measured on an SSD aged to 90 %, `--prefill 0.9`, as `make policy-table` does).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ struct Args {
     policies: Vec<String>,
     params: BTreeMap<String, String>,
     warmup: u64,
+    prefill: f64,
     traces: Vec<PathBuf>,
 }
 
@@ -33,6 +35,7 @@ fn parse_args() -> Result<Args, String> {
     let mut params = BTreeMap::new();
     let mut traces = Vec::new();
     let mut warmup = 0;
+    let mut prefill = 0.0;
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
         let mut val = || it.next().ok_or(format!("{k} needs a value"));
@@ -52,6 +55,10 @@ fn parse_args() -> Result<Args, String> {
                 let v = val()?;
                 warmup = v.parse().map_err(|e| format!("--warmup {v}: {e}"))?;
             }
+            "--prefill" => {
+                let v = val()?;
+                prefill = v.parse().map_err(|e| format!("--prefill {v}: {e}"))?;
+            }
             "--param" => {
                 let v = val()?;
                 let (a, b) = v
@@ -61,7 +68,7 @@ fn parse_args() -> Result<Args, String> {
             }
             _ if k.starts_with("--") => {
                 return Err(format!(
-                    "unknown option '{k}'; use --ssd, --policy, --param, --warmup"
+                    "unknown option '{k}'; use --ssd, --policy, --param, --warmup, --prefill"
                 ))
             }
             _ => traces.push(PathBuf::from(k)),
@@ -78,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
         policies,
         params,
         warmup,
+        prefill,
         traces,
     })
 }
@@ -93,6 +101,7 @@ fn waf(a: &Args, trace: &Path, policy: &str) -> Result<f64, String> {
         },
         trace_name: trace.display().to_string(),
         warmup: a.warmup,
+        prefill: a.prefill,
         ..SimOptions::default()
     };
     run_trace(trace, &a.ssd, opts, None, &mut |_, _| true)

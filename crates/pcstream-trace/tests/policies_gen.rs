@@ -174,3 +174,32 @@ fn a_cold_writer_with_few_completed_lifetimes_still_gets_a_stream_of_its_own() {
         "weighed by lifetimes, at most {by_lifetimes_worst:.3} × per-pc"
     );
 }
+
+#[test]
+fn a_writer_that_joined_a_cluster_on_its_short_first_lifetimes_moves_when_they_grow() {
+    // append-only: the compaction writer becomes known after its first files die, the short
+    // ones, and joins the flush stream's centroid (within 2×); its mean lifetime then grows past
+    // twice that. Waiting for the period kept it there for most of the measured window on
+    // generator seeds 3–5 (1.08–1.10 against per-pc's 1.000); reclustering once it has drifted
+    // (`join_drift`) moves it.
+    let cfg = SsdConfig::preset("small").expect("preset");
+    let mut worst: f64 = 0.0;
+    let mut waiting_worst: f64 = 0.0;
+    for seed in 1..=6 {
+        let reqs = mix("append-only", cfg.logical_pages(), 8, seed);
+        let per_pc = waf_with(&cfg, &reqs, "per-pc", &[]);
+        let star = waf_with(&cfg, &reqs, "pcstream-star", &[]);
+        let waiting = waf_with(&cfg, &reqs, "pcstream-star", &[("join_drift", "0")]);
+        eprintln!(
+            "seed {seed}: per-pc {per_pc:.3} pcstream-star {star:.3} (waiting for the period {waiting:.3})"
+        );
+        worst = worst.max(star / per_pc);
+        waiting_worst = waiting_worst.max(waiting / per_pc);
+    }
+    assert!(worst <= 1.02, "pcstream-star up to {worst:.3} × per-pc");
+    // The case this guards against does occur on these seeds.
+    assert!(
+        waiting_worst > 1.05,
+        "waiting for the period, at most {waiting_worst:.3} × per-pc"
+    );
+}

@@ -3,7 +3,9 @@
 //! What it does: learns each program context's (PC's) average data lifetime from overwrite/TRIM
 //! feedback and clusters the PCs by log2 lifetime into the host streams 1..N−1 every `R` host
 //! pages; stream 0 holds writes of PCs with fewer than `n_min` completed lifetimes (and of PC 0).
-//! A PC that becomes known between reclusterings joins the nearest centroid. `pcstream-star`
+//! A PC that becomes known between reclusterings joins the nearest centroid; once it has written
+//! a unit's worth and its mean lifetime has moved more than 2^`join_drift`× from the one it
+//! joined with (its first lifetimes are its short ones), the next check reclusters. `pcstream-star`
 //! leaves GC copies in their stream (`same_stream`); `pcstream` adds internal substreams: with
 //! `substream_policy=high_variance` (default) only the streams whose GC survivors outlive their
 //! new writes send GC survivors to a substream: by default (`hv_test=hazard`) a stream whose
@@ -49,7 +51,8 @@
 //! capacity, 2^20 entries; 0 = unbounded; a full table evicts by CLOCK, an O(1) LRU
 //! approximation), `algorithm` = `dp` (optimal 1-D
 //! k-means, default) | `agglomerative` (HotStorage'18), `scale` = `log2` (default) | `raw`,
-//! `stat_decay` (false: halve n, Σℓ, Σℓ² at each reclustering when true), `pc_assign` =
+//! `stat_decay` (false: halve n, Σℓ, Σℓ² at each reclustering when true), `join_drift` (1.0,
+//! log2; 0 = a joined PC waits for the period), `pc_assign` =
 //! `lifetime` (default) | `first_come` (the bdbm prototype: a PC seen more than
 //! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:
 //! `substream_policy` = `high_variance` | `all` | `age` | `death`, `substreams` (M = 2;
@@ -103,6 +106,10 @@ struct PcEntry {
     writes: u64,
     #[serde(skip)]
     recent_pages: u64,
+    /// log2 of the mean lifetime with which the PC joined the nearest centroid since the last
+    /// reclustering (NaN: placed by the reclustering itself, or not yet).
+    #[serde(skip)]
+    joined_lg: f32,
     /// CLOCK reference bit: set when the PC writes, cleared by the eviction hand.
     #[serde(skip)]
     referenced: bool,
@@ -171,6 +178,10 @@ impl Substreams {
     }
 }
 
+/// Default `join_drift`: a PC that joined a cluster and whose mean lifetime has since doubled
+/// or halved triggers a reclustering (docs/POLICIES.md, "A joined PC that drifts").
+const DEFAULT_JOIN_DRIFT: f64 = 1.0;
+
 /// Default `min_gain`: see docs/POLICIES.md for how it was chosen.
 const DEFAULT_MIN_GAIN: f64 = 0.02;
 
@@ -201,6 +212,10 @@ pub struct PcStream {
     /// `cluster::merge_uninformative`) about their pages' log2 lifetimes share a stream (0: never
     /// merge).
     min_gain: f64,
+    /// Recluster at the next check when a PC that joined the nearest centroid has moved more
+    /// than this (log2 of its mean lifetime) since; 0 = wait for the period.
+    join_drift: f64,
+    unit_pages: u64,
     // Learned.
     /// Stream of the first centroid: 1, or 0 when one cluster is left and its lifetimes look
     /// like stream 0's.
@@ -260,6 +275,12 @@ impl PcStream {
         let first_come_writes: u64 = ctx.param("first_come_writes", 1000)?;
         let max_pcs: usize = ctx.param("max_pcs", 1usize << 20)?;
         let min_gain: f64 = ctx.param("min_gain", DEFAULT_MIN_GAIN)?;
+        let join_drift: f64 = ctx.param("join_drift", DEFAULT_JOIN_DRIFT)?;
+        if !(join_drift.is_finite() && join_drift >= 0.0) {
+            return Err(SimError::BadParam(format!(
+                "join_drift={join_drift}: use a number ≥ 0 (log2 of a lifetime ratio; 0 = never)"
+            )));
+        }
         if !(min_gain.is_finite() && min_gain >= 0.0) {
             return Err(SimError::BadParam(format!(
                 "min_gain={min_gain}: use a number ≥ 0 (0 keeps every cluster)"
@@ -375,6 +396,8 @@ impl PcStream {
             hv_cv,
             hv_ratio,
             min_gain,
+            join_drift,
+            unit_pages: ctx.unit_pages as u64,
             first_stream: 1,
             pc0: Moments::default(),
             kmeans_groups: 0,
@@ -426,6 +449,7 @@ impl PcStream {
             clustered: false,
             writes: 0,
             recent_pages: 0,
+            joined_lg: f32::NAN,
             // Unreferenced until used again: one-off PCs are the first to go.
             referenced: false,
         };
@@ -451,6 +475,18 @@ impl PcStream {
         self.index.insert(sig, i as u32);
         debug_assert_eq!(self.index.len(), self.pcs.len());
         i
+    }
+
+    /// Whether a PC that joined the nearest centroid since the last reclustering, and has written
+    /// a unit's worth since, now has a mean lifetime more than `join_drift` (log2) away from
+    /// the one it joined with. It joined on its first completed lifetimes, the short ones
+    /// (right-censoring), and may belong elsewhere by now.
+    fn drifted(&self) -> bool {
+        self.pcs.iter().any(|e| {
+            e.clustered
+                && e.recent_pages >= self.unit_pages
+                && (e.mean().max(1.0).log2() - e.joined_lg as f64).abs() > self.join_drift
+        })
     }
 
     /// True when streams are still unused and mean lifetime `m` is more than 2× off every
@@ -572,6 +608,7 @@ impl PcStream {
             let e = &mut self.pcs[i];
             e.stream = m as u8 + first;
             e.clustered = true;
+            e.joined_lg = f32::NAN;
             sums[m as usize].0 += x;
             sums[m as usize].1 += 1;
         }
@@ -709,6 +746,7 @@ impl PcStream {
                 let e = &mut self.pcs[i];
                 e.stream = g as u8 + self.first_stream;
                 e.clustered = true;
+                e.joined_lg = m.log2() as f32;
             }
         }
         StreamId(self.pcs[i].stream)
@@ -829,7 +867,8 @@ impl Placement for PcStream {
         // few periods is not spent all in stream 0.
         let due = now.0 >= self.last_recluster + self.period
             || self.recluster_soon
-            || (self.centroids.is_empty() && self.pcs.iter().any(|e| e.n >= self.n_min));
+            || (self.centroids.is_empty() && self.pcs.iter().any(|e| e.n >= self.n_min))
+            || (self.join_drift > 0.0 && self.first_come.is_none() && self.drifted());
         if due {
             self.recluster(now.0);
         }
