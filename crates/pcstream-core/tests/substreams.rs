@@ -106,6 +106,8 @@ fn age_and_death_classes_follow_the_geometric_boundaries() {
         ("class_ratio", "NaN"),
         ("merge_weight", "samples"),
         ("hv_min_units", "-1"),
+        ("join_drift", "-1"),
+        ("join_drift", "inf"),
     ] {
         let e = registry::build("pcstream", &mut ctx(&[(key, bad)]))
             .err()
