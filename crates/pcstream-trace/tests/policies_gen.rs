@@ -1,5 +1,6 @@
 //! Every placement policy on the `gen mix` presets, whose writers have known lifetime classes:
-//! the orderings the papers report (docs/POLICIES.md has the full table, `make policy-table`).
+//! the orderings the papers report (docs/POLICIES.md has the full table, `make policy-table`);
+//! and the PC policies against one stream on the single-writer presets.
 
 mod common;
 
@@ -202,4 +203,39 @@ fn a_writer_that_joined_a_cluster_on_its_short_first_lifetimes_moves_when_they_g
         waiting_worst > 1.05,
         "waiting for the period, at most {waiting_worst:.3} × per-pc"
     );
+}
+
+#[test]
+fn pc_policies_stay_within_2_percent_of_baseline_on_the_single_writer_presets() {
+    // uniform, zipf and hotcold come from one PC: nothing to separate but that writer from the
+    // prefilled data, so a PC policy can only lose the space of the units it holds open (the
+    // `make policy-table` rows: at most 1.01 × baseline).
+    let cfg = SsdConfig::preset("small").expect("preset");
+    let logical = cfg.logical_pages();
+    for kind in ["uniform", "zipf", "hotcold"] {
+        for seed in [1, 2] {
+            let p = GenParams {
+                capacity_pages: logical,
+                writes: 8 * logical,
+                req_pages: 1,
+                seed,
+                ..GenParams::default()
+            };
+            let mut reqs = Vec::new();
+            generate(kind, &p, &mut |r| {
+                reqs.push(r);
+                Ok(())
+            })
+            .expect("generates");
+            let base = waf_with(&cfg, &reqs, "baseline", &[]);
+            for policy in ["pcstream-star", "pcstream"] {
+                let w = waf_with(&cfg, &reqs, policy, &[]);
+                eprintln!("{kind} seed {seed}: baseline {base:.3} {policy} {w:.3}");
+                assert!(
+                    w <= 1.02 * base,
+                    "{kind} seed {seed}: {policy} {w:.3} > 1.02 × baseline {base:.3}"
+                );
+            }
+        }
+    }
 }
