@@ -215,6 +215,7 @@ pub struct PcStream {
     /// Recluster at the next check when a PC that joined the nearest centroid has moved more
     /// than this (log2 of its mean lifetime) since; 0 = wait for the period.
     join_drift: f64,
+    /// Pages of a device unit: what a joined PC must have written before its drift counts.
     unit_pages: u64,
     // Learned.
     /// Stream of the first centroid: 1, or 0 when one cluster is left and its lifetimes look
@@ -862,9 +863,10 @@ impl Placement for PcStream {
         Some((self.period / 16).max(1))
     }
     fn tick(&mut self, now: LogicalTime) {
-        // Every `period` pages; early when a PC fits no cluster while streams are free, and before
-        // the first clustering as soon as some PC has `n_min` lifetimes, so a run shorter than a
-        // few periods is not spent all in stream 0.
+        // Every `period` pages; early when a PC fits no cluster while streams are free or a PC
+        // that joined a cluster has drifted from it (`join_drift`), and before the first
+        // clustering as soon as some PC has `n_min` lifetimes, so a run shorter than a few
+        // periods is not spent all in stream 0.
         let due = now.0 >= self.last_recluster + self.period
             || self.recluster_soon
             || (self.centroids.is_empty() && self.pcs.iter().any(|e| e.n >= self.n_min))
@@ -916,5 +918,14 @@ impl Placement for PcStream {
             + self.centroids.len() * 8
             + self.sub.len()
             + self.hazard.as_ref().map_or(0, AgeHazard::state_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_table_entry_is_the_72_bytes_the_docs_give() {
+        // docs/POLICIES.md and the module's "State" line quote 72 B per PC.
+        assert_eq!(std::mem::size_of::<super::PcEntry>(), 72);
     }
 }
