@@ -217,6 +217,8 @@ pub struct PcStream {
     join_drift: f64,
     /// Pages of a device unit: what a joined PC must have written before its drift counts.
     unit_pages: u64,
+    /// Table entries that joined the nearest centroid since the last reclustering.
+    joined: Vec<u32>,
     // Learned.
     /// Stream of the first centroid: 1, or 0 when one cluster is left and its lifetimes look
     /// like stream 0's.
@@ -399,6 +401,7 @@ impl PcStream {
             min_gain,
             join_drift,
             unit_pages: ctx.unit_pages as u64,
+            joined: Vec::new(),
             first_stream: 1,
             pc0: Moments::default(),
             kmeans_groups: 0,
@@ -483,7 +486,9 @@ impl PcStream {
     /// the one it joined with. It joined on its first completed lifetimes, the short ones
     /// (right-censoring), and may belong elsewhere by now.
     fn drifted(&self) -> bool {
-        self.pcs.iter().any(|e| {
+        // Only the PCs that joined since the last reclustering: a check need not visit the whole
+        // table (up to `max_pcs` entries). An entry evicted and reused since has no join value.
+        self.joined.iter().map(|&i| &self.pcs[i as usize]).any(|e| {
             e.clustered
                 && e.recent_pages >= self.unit_pages
                 && (e.mean().max(1.0).log2() - e.joined_lg as f64).abs() > self.join_drift
@@ -534,6 +539,7 @@ impl PcStream {
     /// Re-cluster every PC with at least `n_min` lifetimes into streams 1..N−1.
     fn recluster(&mut self, now: u64) {
         self.reclusterings += 1;
+        self.joined.clear();
         self.last_recluster = now;
         self.recluster_soon = false;
         if self.first_come.is_some() {
@@ -748,6 +754,7 @@ impl PcStream {
                 e.stream = g as u8 + self.first_stream;
                 e.clustered = true;
                 e.joined_lg = m.log2() as f32;
+                self.joined.push(i as u32);
             }
         }
         StreamId(self.pcs[i].stream)
@@ -916,6 +923,7 @@ impl Placement for PcStream {
         self.pcs.capacity() * std::mem::size_of::<PcEntry>()
             + self.index.capacity() * (8 + 4)
             + self.centroids.len() * 8
+            + self.joined.capacity() * 4
             + self.sub.len()
             + self.hazard.as_ref().map_or(0, AgeHazard::state_bytes)
     }
