@@ -106,6 +106,8 @@ fn age_and_death_classes_follow_the_geometric_boundaries() {
         ("class_ratio", "NaN"),
         ("merge_weight", "samples"),
         ("hv_min_units", "-1"),
+        ("hv_generations", "0"),
+        ("hv_generations", "3"),
         ("join_drift", "-1"),
         ("join_drift", "inf"),
     ] {
@@ -155,6 +157,10 @@ fn a_victim_wide_destination_agrees_with_the_per_page_one() {
     for (name, params) in [
         ("pcstream", vec![]),
         ("pcstream", vec![("substreams", "3")]),
+        (
+            "pcstream",
+            vec![("substreams", "3"), ("hv_generations", "2")],
+        ),
         ("per-pc", vec![]),
     ] {
         let mut p = registry::build(name, &mut ctx(&params)).unwrap();

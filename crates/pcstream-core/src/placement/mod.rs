@@ -26,6 +26,7 @@ pub mod pcstream;
 pub mod per_pc;
 pub mod registry;
 pub mod sepbit;
+pub mod substream_slots;
 
 use std::collections::BTreeMap;
 

@@ -21,7 +21,10 @@
 //! lifetimes are the short ones first, so that CV is low until the long ones end). The policy
 //! places GC copies itself into internal
 //! write points `host_streams + slot` (M slots; a stream keeps its slot while it stays
-//! selected; a victim's copies all go to one place, so the GC reserve is one unit). With `all`
+//! selected; a victim's copies all go to one place, so the GC reserve is one unit); a
+//! substream unit's survivors stay in it, or with `hv_generations` G > 1 each slot is G write
+//! points and they move one generation on per GC (M / G slots; measured, not the default:
+//! docs/POLICIES.md). With `all`
 //! every stream's survivors go to its own substream (the FTL's `substream` mode, N more open
 //! units), which costs space where lifetimes do not vary (memoryless overwrites). With `age`
 //! every stream's survivors go by age (time since their host write) into M classes on the
@@ -57,7 +60,7 @@
 //! `first_come_writes` (1000) times takes the next free stream), and for `pcstream`:
 //! `substream_policy` = `high_variance` | `all` | `age` | `death`, `substreams` (M = 2;
 //! 1 ..= N − 1 for every policy but `all`), `hv_test` = `hazard` (default) | `cv`, `hv_ratio`
-//! (2.0), `hv_min_units` (2.0), `hv_min_n` (32), `hv_cv` (1.0), `class_base` (pages, ≥ 1; half a unit) and
+//! (2.0), `hv_min_units` (2.0), `hv_generations` (1), `hv_min_n` (32), `hv_cv` (1.0), `class_base` (pages, ≥ 1; half a unit) and
 //! `class_ratio` (> 1; 4) for `age` and `death`; for both `min_gain` (0.02; 0 keeps every cluster in a
 //! stream of its own) and `merge_weight` (`pages` | `lifetimes`).
 //! Deviations: lifetime statistics are cumulative
@@ -75,6 +78,7 @@ use super::cluster::{
 };
 use super::hazard::AgeHazard;
 use super::oracle::{geometric_class, CLASS_RATIO};
+use super::substream_slots::SubstreamSlots;
 use super::{
     Attrs, GcMode, Invalidation, PageInfo, Placement, PolicyCtx, Reclaimed, RequestInfo, WriteInfo,
 };
@@ -230,10 +234,9 @@ pub struct PcStream {
     index: FxHashMap<u64, u32>,
     pcs: Vec<PcEntry>,
     centroids: Vec<f64>,
-    /// `high_variance`: which host streams currently send GC copies to their substream.
-    /// Substream slot (internal write point `host_streams + slot`, `slot < substreams`) of each
-    /// host stream whose GC copies currently go to one.
-    sub: Vec<Option<u8>>,
+    /// `high_variance`: which host streams currently send GC copies to a substream slot, and
+    /// where each victim's copies go.
+    sub: SubstreamSlots,
     next_free: u8,
     /// Table entry of the current request's PC (looked up once in `on_request`).
     req_entry: Option<usize>,
@@ -340,6 +343,14 @@ impl PcStream {
             )));
         }
         let hv_min_copies = hv_min_units * ctx.unit_pages as f64;
+        let generations: usize = ctx.param("hv_generations", 1usize)?;
+        let hv_slots = substreams == Substreams::HighVariance;
+        if generations == 0 || hv_slots && generations > max_substreams {
+            return Err(SimError::BadParam(format!(
+                "hv_generations={generations}: use 1 ..= substreams ({})",
+                max_substreams.max(1)
+            )));
+        }
         let class_base: f64 = ctx.param("class_base", (ctx.unit_pages as f64 / 2.0).max(1.0))?;
         let class_ratio: f64 = ctx.param("class_ratio", CLASS_RATIO)?;
         if !(class_base.is_finite() && class_base >= 1.0) {
@@ -408,7 +419,11 @@ impl PcStream {
             index: FxHashMap::default(),
             pcs: Vec::new(),
             centroids: Vec::new(),
-            sub: vec![None; ctx.host_streams as usize],
+            sub: SubstreamSlots::new(
+                ctx.host_streams as usize,
+                if hv_slots { max_substreams } else { 0 },
+                generations,
+            ),
             next_free: 1,
             req_entry: None,
             reclusterings: 0,
@@ -527,9 +542,7 @@ impl PcStream {
 
     /// Host streams whose GC copies currently go to a substream (`high_variance`).
     pub fn substreamed(&self) -> Vec<u8> {
-        (0..self.sub.len() as u8)
-            .filter(|&s| self.sub[s as usize].is_some())
-            .collect()
+        self.sub.substreamed()
     }
 
     pub fn reclusterings(&self) -> u64 {
@@ -658,38 +671,19 @@ impl PcStream {
             }
             let mut ranked: Vec<usize> = (0..pages.len()).filter(|&s| pages[s] > 0).collect();
             ranked.sort_by_key(|&s| (std::cmp::Reverse((copied[s], pages[s])), s));
-            ranked.truncate(self.max_substreams);
+            let slots = self.sub.slots();
+            ranked.truncate(slots);
             // A slot once used holds an open unit whether or not a stream sends it survivors:
             // a stream that no longer qualifies keeps its slot until a qualifying stream needs
             // it, rather than leave that unit open and idle (rocksdb-fr without discard: a
             // stream substreamed for one period left its slot's unit idle for the rest of the
             // run, 2.7 % above `pcstream-star`; kept, 0.4 %). `hv_test=cv` stays the rule it was.
-            for s in 0..self.sub.len() {
-                if by_hazard
-                    && ranked.len() < self.max_substreams
-                    && self.sub[s].is_some()
-                    && !ranked.contains(&s)
-                {
+            for s in 0..self.host_streams as usize {
+                if by_hazard && ranked.len() < slots && self.sub.has(s) && !ranked.contains(&s) {
                     ranked.push(s);
                 }
             }
-            // Streams that stay selected keep their slot (their open substream unit); the others
-            // take the freed slots. A reassigned slot's open unit then holds survivors of two
-            // streams, both long-lived.
-            for s in 0..self.sub.len() {
-                if !ranked.contains(&s) {
-                    self.sub[s] = None;
-                }
-            }
-            for s in ranked {
-                if self.sub[s].is_none() {
-                    let used: Vec<u8> = self.sub.iter().flatten().copied().collect();
-                    let slot = (0..self.max_substreams as u8)
-                        .find(|k| !used.contains(k))
-                        .expect("at most `substreams` streams are selected");
-                    self.sub[s] = Some(slot);
-                }
-            }
+            self.sub.assign(&ranked);
         }
         for e in &mut self.pcs {
             e.recent_pages = 0;
@@ -707,15 +701,6 @@ impl PcStream {
                 s1: self.pc0.s1 / 2.0,
                 s2: self.pc0.s2 / 2.0,
             };
-        }
-    }
-
-    /// `high_variance`: where the copies out of a victim of write point `victim_wp` go.
-    /// Substream units keep their survivors; a main stream's go to its substream if selected.
-    fn victim_destination(&self, victim_wp: u8) -> StreamId {
-        match self.sub.get(victim_wp as usize) {
-            Some(&Some(k)) => StreamId(self.host_streams as u8 + k),
-            _ => StreamId(victim_wp),
         }
     }
 
@@ -812,7 +797,7 @@ impl Placement for PcStream {
             let hs = self.host_streams as usize;
             if (r.wp as usize) < hs {
                 h.reclaimed(r.wp as usize, r.created.0, r.valid_copied, now.0);
-            } else if let Some(s) = (0..hs).find(|&s| self.sub[s] == Some(r.wp - hs as u8)) {
+            } else if let Some(s) = self.sub.owner(r.wp) {
                 h.copied_from_substream(s, r.valid_copied);
             }
         }
@@ -856,7 +841,7 @@ impl Placement for PcStream {
         let span = match self.substreams {
             Substreams::Age => p.t_write.map(|t| now.0.saturating_sub(t.0)),
             Substreams::Death => (p.death != NEVER).then(|| p.death.saturating_sub(now.0)),
-            _ => return self.victim_destination(p.victim_wp),
+            _ => return self.sub.destination(p.victim_wp),
         };
         let c = span.map_or(last, |r| {
             geometric_class(r, self.class_base, self.class_ratio, last)
@@ -864,7 +849,7 @@ impl Placement for PcStream {
         StreamId(hs + c as u8)
     }
     fn gc_victim_destination(&mut self, victim_wp: u8) -> Option<StreamId> {
-        (self.substreams == Substreams::HighVariance).then(|| self.victim_destination(victim_wp))
+        (self.substreams == Substreams::HighVariance).then(|| self.sub.destination(victim_wp))
     }
     fn tick_period(&self) -> Option<u64> {
         Some((self.period / 16).max(1))
@@ -924,7 +909,7 @@ impl Placement for PcStream {
             + self.index.capacity() * (8 + 4)
             + self.centroids.len() * 8
             + self.joined.capacity() * 4
-            + self.sub.len()
+            + self.sub.state_bytes()
             + self.hazard.as_ref().map_or(0, AgeHazard::state_bytes)
     }
 }
