@@ -159,7 +159,7 @@ fn a_victim_wide_destination_agrees_with_the_per_page_one() {
         ("pcstream", vec![("substreams", "3")]),
         (
             "pcstream",
-            vec![("substreams", "3"), ("hv_generations", "2")],
+            vec![("substreams", "2"), ("hv_generations", "2")],
         ),
         ("per-pc", vec![]),
     ] {

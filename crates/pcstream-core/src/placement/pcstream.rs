@@ -23,7 +23,7 @@
 //! write points `host_streams + slot` (M slots; a stream keeps its slot while it stays
 //! selected; a victim's copies all go to one place, so the GC reserve is one unit); a
 //! substream unit's survivors stay in it, or with `hv_generations` G > 1 each slot is G write
-//! points and they move one generation on per GC (M / G slots; measured, not the default:
+//! points and they move one generation on per GC (M / G slots, G dividing M; measured, not the default:
 //! docs/POLICIES.md). With `all`
 //! every stream's survivors go to its own substream (the FTL's `substream` mode, N more open
 //! units), which costs space where lifetimes do not vary (memoryless overwrites). With `age`
@@ -345,9 +345,11 @@ impl PcStream {
         let hv_min_copies = hv_min_units * ctx.unit_pages as f64;
         let generations: usize = ctx.param("hv_generations", 1usize)?;
         let hv_slots = substreams == Substreams::HighVariance;
-        if generations == 0 || hv_slots && generations > max_substreams {
+        // Slots of G write points each: G must divide M, or a write point would be reserved
+        // for GC and never written.
+        if generations == 0 || hv_slots && max_substreams % generations != 0 {
             return Err(SimError::BadParam(format!(
-                "hv_generations={generations}: use 1 ..= substreams ({})",
+                "hv_generations={generations}: use a divisor of substreams ({})",
                 max_substreams.max(1)
             )));
         }

@@ -22,9 +22,10 @@ pub struct SubstreamSlots {
 }
 
 impl SubstreamSlots {
-    /// `write_points` internal write points (M) in slots of `generations` (G, 1 ..= M).
+    /// `write_points` internal write points (M) in slots of `generations` (G, dividing M).
     pub fn new(host_streams: usize, write_points: usize, generations: usize) -> SubstreamSlots {
         assert!(generations >= 1, "a slot has at least one generation");
+        assert_eq!(write_points % generations, 0, "slots of whole generations");
         SubstreamSlots {
             host_streams,
             generations,
@@ -123,20 +124,22 @@ mod tests {
         assert_eq!(t.destination(1), StreamId(1));
         assert_eq!(t.owner(5), Some(2));
         assert_eq!(t.owner(1), None);
-        // Three write points in generations of two: one slot (4 = generation 0, 5 = 1), write
-        // point 6 unused. Survivors of host stream 2 start at generation 0, survivors of a
-        // generation move one on, the last keeps its own.
-        let mut t = SubstreamSlots::new(4, 3, 2);
-        assert_eq!(t.slots(), 1);
-        t.assign(&[2]);
+        // Four write points in generations of two: slot 0 = write points 4 (generation 0) and
+        // 5 (1), slot 1 = 6 and 7. Survivors of a host stream start at generation 0 of its
+        // slot, survivors of a generation move one on, the last keeps its own.
+        let mut t = SubstreamSlots::new(4, 4, 2);
+        assert_eq!(t.slots(), 2);
+        t.assign(&[2, 1]);
         assert_eq!(t.destination(2), StreamId(4));
         assert_eq!(t.destination(4), StreamId(5));
         assert_eq!(t.destination(5), StreamId(5));
+        assert_eq!(t.destination(1), StreamId(6));
+        assert_eq!(t.destination(6), StreamId(7));
+        assert_eq!(t.destination(7), StreamId(7));
         assert_eq!(t.destination(3), StreamId(3));
-        assert_eq!(t.destination(6), StreamId(6));
         assert_eq!(
-            (t.owner(4), t.owner(5), t.owner(6)),
-            (Some(2), Some(2), None)
+            (t.owner(4), t.owner(5), t.owner(7)),
+            (Some(2), Some(2), Some(1))
         );
     }
 
