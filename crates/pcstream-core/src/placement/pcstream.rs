@@ -620,11 +620,11 @@ impl PcStream {
         // with no lifetime yet (e.g. written once) counts as unlike anything, except where
         // stream 0 holds only the device's aged state and some of it has died: then its times
         // of death stand for its lifetimes (one writer overwriting an aged device uniformly: a
-        // stream beside stream 0 cost 2.8 % over baseline on `medium`, nothing to separate). Only a difference
-        // of mean lifetimes counts here (`mean_gain`): stream 0's data (the file system's
-        // journal and metadata) narrower than the group but at its mean leave stream 0's units
-        // no emptier when GC comes (fio's one PC on the bundled fio-pareto0.5 without discard:
-        // 2.5 % above baseline with the split, 3.3 % below without).
+        // stream beside stream 0 cost 2.8 % over baseline on `medium`, nothing to separate).
+        // Only a difference of mean lifetimes counts here (`mean_gain`): stream 0's data (the
+        // file system's journal and metadata) narrower than the group but at its mean leave
+        // stream 0's units no emptier when GC comes (fio's one PC on the bundled fio-pareto0.5
+        // without discard: 2.5 % above baseline with the split, 3.3 % below without).
         let lone = groups == 1 && {
             let zero = self
                 .pcs
