@@ -880,8 +880,8 @@ fn per_pc_gives_each_pc_a_write_point_beyond_the_host_streams() {
 }
 
 /// Drive `pcstream-star` with synthetic lifetimes: each PC in `pcs` writes 64 pages whose
-/// lifetimes are `base · 2^z`, z uniform in [−1.5, 1.5] (PC 0 too), then one clustering;
-/// returns each PC's stream.
+/// lifetimes are `base · 2^z`, z uniform in [−1.5, 1.5] (PC 0 too; an infinite `base`: written
+/// once, never dies), then one clustering; returns each PC's stream.
 fn streams_after_learning(pcs: &[(u64, f64)], params: &[(&str, &str)]) -> Vec<u8> {
     use pcstream_core::placement::pcstream::PcStream;
     let mut p = PcStream::new(&mut ctx(1 << 20, 8, params), false).unwrap();
@@ -896,6 +896,9 @@ fn streams_after_learning(pcs: &[(u64, f64)], params: &[(&str, &str)]) -> Vec<u8
                 ..Default::default()
             };
             d.write(&mut p, r);
+            if base.is_infinite() {
+                continue;
+            }
             let l = (base * 2f64.powf(rng.random_range(-1.5..1.5))) as u64;
             p.on_invalidate(&Invalidation {
                 lpn: Lpn(i),
@@ -930,7 +933,12 @@ fn pcstream_gives_a_stream_only_to_lifetimes_that_differ() {
     // One cluster unlike stream 0's data (PC 0 lives 256× longer): a stream of its own.
     let lone = streams_after_learning(&[(0, 262_144.0), (1, 1024.0), (2, 1024.0)], &[]);
     assert_eq!(lone[1..], [1, 1]);
-    // Stream 0's data has no lifetime yet (written once): unlike anything, so kept apart.
-    let cold = streams_after_learning(&[(1, 1024.0), (2, 1024.0)], &[]);
-    assert_eq!(cold, vec![1, 1]);
+    // Stream 0's data has no lifetime yet (PC 3's, written once): unlike anything, so kept
+    // apart.
+    let cold = streams_after_learning(&[(1, 1024.0), (2, 1024.0), (3, f64::INFINITY)], &[]);
+    assert_eq!(cold, vec![1, 1, 0]);
+    // Stream 0 holds nothing but the pages PCs 1 and 2 wrote before they were known: their
+    // own, so they share it (baseline's layout).
+    let alone = streams_after_learning(&[(1, 1024.0), (2, 1024.0)], &[]);
+    assert_eq!(alone, vec![0, 0]);
 }

@@ -38,7 +38,8 @@
 //! each PC weighing by the pages it has written, `merge_weight=pages`, or by its completed
 //! lifetimes, `lifetimes`) share a stream; a single cluster left whose mean lifetime is not told apart from that of
 //! stream 0's data (PC 0 and PCs still unknown; `cluster::mean_gain`; where stream 0 holds only
-//! the device's aged state, the times its pages died) shares stream 0, baseline's layout.
+//! the device's aged state and the group's early pages, the times aged pages died, or, none
+//! having died, always) shares stream 0, baseline's layout, and may take a substream for it.
 //! Source: Kim et al., "PCStream: Automatic Stream Allocation Using Program Contexts",
 //! HotStorage'18, and "Fully Automatic Stream Management for Multi-Streamed SSDs Using Program
 //! Contexts", FAST'19.
@@ -618,31 +619,43 @@ impl PcStream {
         // second unit open beside stream 0's; it shares stream 0, baseline's layout. Decided
         // from the first clustering on, before a second unit is ever opened. Stream 0's data
         // with no lifetime yet (e.g. written once) counts as unlike anything, except where
-        // stream 0 holds only the device's aged state and some of it has died: then its times
-        // of death stand for its lifetimes (one writer overwriting an aged device uniformly: a
-        // stream beside stream 0 cost 2.8 % over baseline on `medium`, nothing to separate).
+        // stream 0 holds only the device's aged state and the group's own early pages: then
+        // the aged pages' times of death stand for their lifetimes, or, none having died, the
+        // group shares stream 0 (one writer overwriting a device uniformly: a stream beside
+        // stream 0 cost 2.8 % over baseline on `medium` prefilled, 3.9 % fresh).
         // Only a difference of mean lifetimes counts here (`mean_gain`): stream 0's data (the
         // file system's journal and metadata) narrower than the group but at its mean leave
         // stream 0's units no emptier when GC comes (fio's one PC on the bundled fio-pareto0.5
         // without discard: 2.5 % above baseline with the split, 3.3 % below without).
+        // No PC-0 writes and no PC still unknown that has written: stream 0 holds only the aged
+        // state and the pages the clustered PCs wrote before they were known.
+        let only_aged =
+            self.pc0_writes == 0 && !self.pcs.iter().any(|e| e.n < self.n_min && e.writes > 0);
         let lone = groups == 1 && {
             let zero = self
                 .pcs
                 .iter()
                 .filter(|e| e.n < self.n_min)
                 .fold(self.pc0, |m, e| m + e.moments());
-            // Stream 0 holds nothing but the aged state (no PC-0 writes, no PC still unknown
-            // that has written): its pages' deaths are the only evidence of how its data die.
-            let only_aged =
-                self.pc0_writes == 0 && !self.pcs.iter().any(|e| e.n < self.n_min && e.writes > 0);
-            let zero = if zero.n == 0.0 && only_aged {
-                self.aged
+            if zero.n == 0.0 && only_aged && self.aged.n == 0.0 {
+                // No aged page has died: stream 0's data are the group's own early pages (or an
+                // aged state that never dies, which baseline mixes in the same way).
+                true
             } else {
-                zero
-            };
-            mean_gain(&zero, &samples) / (zero.n + samples.n) < self.min_gain
+                // The aged pages' deaths are the only evidence of how the rest of it dies.
+                let zero = if zero.n == 0.0 && only_aged {
+                    self.aged
+                } else {
+                    zero
+                };
+                mean_gain(&zero, &samples) / (zero.n + samples.n) < self.min_gain
+            }
         };
         let first = if lone { 0 } else { 1 };
+        // The one group shares stream 0 with nothing but the aged state: stream 0 is its
+        // stream, and may have its substream (elsewhere stream 0 mixes PC 0's data, the PCs
+        // still unknown and the group: fio-pareto0.5 without discard, 4.3 % worse with one).
+        let zero_is_group = lone && only_aged;
         self.first_stream = first;
         for (&(x, _, i), &g) in known.iter().zip(&c.labels) {
             let m = merged[g as usize];
@@ -676,7 +689,7 @@ impl PcStream {
                     // the database stream's 246,731, took the second slot, 3.6 % above
                     // `pcstream-star`). None yet costs nothing until copies come.
                     let few = r.copied > 0.0 && r.copied < self.hv_min_copies;
-                    if s == 0 || !slower || few {
+                    if (s == 0 && !zero_is_group) || !slower || few {
                         *p = 0;
                     }
                     copied[s] = r.copied as u64;
@@ -685,7 +698,11 @@ impl PcStream {
             } else {
                 // Pages of high-variance PCs per stream since the last reclustering.
                 for e in &self.pcs {
-                    if e.stream > 0 && e.n >= self.hv_min_n && e.cv() > self.hv_cv {
+                    if (e.stream > 0 || zero_is_group)
+                        && e.clustered
+                        && e.n >= self.hv_min_n
+                        && e.cv() > self.hv_cv
+                    {
                         pages[e.stream as usize] += e.recent_pages;
                     }
                 }
