@@ -150,6 +150,51 @@ fn grid_device() -> SsdConfig {
     common::greedy_device("1g", 4, 4, 512, 32)
 }
 
+/// One run of the grid on `grid_device` (1.2 M host pages, SSTs of 256 pages): its requests and
+/// the share of the pages and lifetime CV of the PC that writes the most.
+struct GridRun {
+    setting: String,
+    seed: u64,
+    reqs: Vec<Request>,
+    share: f64,
+    cv: f64,
+}
+
+impl GridRun {
+    /// An acceptance run: one PC with lifetime CV > 1 writes at least 30 % of the pages.
+    fn accepts(&self) -> bool {
+        self.cv > 1.0 && self.share >= 0.3
+    }
+}
+
+/// Every run of the grid, seeds 1–3, made as it is consumed.
+fn grid_runs(cfg: &SsdConfig) -> impl Iterator<Item = GridRun> + '_ {
+    grid().map(move |(levels, ratio, skew, build_share, seed)| {
+        let p = GenParams {
+            capacity_pages: cfg.logical_pages(),
+            writes: 1_200_000,
+            levels,
+            ratio,
+            skew,
+            build_share,
+            sst_pages: 256,
+            seed,
+            ..GenParams::default()
+        };
+        let reqs = requests(&p);
+        let mut top = TopPc::new();
+        reqs.iter().for_each(|r| top.push(r));
+        let (share, cv) = top.share_and_cv().expect("the trace writes");
+        GridRun {
+            setting: format!("levels {levels}, ratio {ratio}, skew {skew}, build {build_share}"),
+            seed,
+            reqs,
+            share,
+            cv,
+        }
+    })
+}
+
 /// One compaction PC writes every level (levels 3, ratio 10, uniform keys, no build writer; the
 /// grid's device and lengths). Where new SSTs take the lowest free slot, the LBAs tell the
 /// levels apart and the PC cannot: AutoStream-MQ ends below PCStream, and below even PCStream's
@@ -205,34 +250,21 @@ fn autostream_beats_one_compaction_pc_only_where_the_lbas_tell_lifetimes_apart()
 fn pcstream_below_both_autostreams_wherever_one_pc_has_wide_lifetimes() {
     let cfg = grid_device();
     let mut qualifying = 0;
-    for (levels, ratio, skew, build_share, seed) in grid() {
-        let p = GenParams {
-            capacity_pages: cfg.logical_pages(),
-            writes: 1_200_000,
-            levels,
-            ratio,
-            skew,
-            build_share,
-            sst_pages: 256,
-            seed,
-            ..GenParams::default()
-        };
-        let reqs = requests(&p);
-        let mut top = TopPc::new();
-        reqs.iter().for_each(|r| top.push(r));
-        let (share, cv) = top.share_and_cv().expect("the trace writes");
+    for run in grid_runs(&cfg) {
         let what = format!(
-            "levels {levels}, ratio {ratio}, skew {skew}, build {build_share}, seed {seed} \
-             (top PC {:.0} %, CV {cv:.2})",
-            100.0 * share
+            "{}, seed {} (top PC {:.0} %, CV {:.2})",
+            run.setting,
+            run.seed,
+            100.0 * run.share,
+            run.cv
         );
-        if cv <= 1.0 || share < 0.3 {
+        if !run.accepts() {
             eprintln!("{what}: not an acceptance run");
             continue;
         }
         qualifying += 1;
         let policies = ["pcstream", "autostream-mq", "autostream-sfr", "per-pc"];
-        let w = wafs_of(&cfg, &reqs, 400_000, &policies);
+        let w = wafs_of(&cfg, &run.reqs, 400_000, &policies);
         eprintln!("{what}: {w:?}");
         let pc = w["pcstream"];
         for a in ["autostream-mq", "autostream-sfr"] {
@@ -266,35 +298,17 @@ fn no_placement_of_gc_copies_gives_2_percent_on_average_on_the_acceptance_settin
     let cfg = grid_device();
     let policies = ["pcstream-star", DEATH_BOUNDS[1]];
     let mut by_setting: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for (levels, ratio, skew, build_share, seed) in grid() {
-        let p = GenParams {
-            capacity_pages: cfg.logical_pages(),
-            writes: 1_200_000,
-            levels,
-            ratio,
-            skew,
-            build_share,
-            sst_pages: 256,
-            seed,
-            ..GenParams::default()
-        };
-        let reqs = requests(&p);
-        let mut top = TopPc::new();
-        reqs.iter().for_each(|r| top.push(r));
-        let (share, cv) = top.share_and_cv().expect("the trace writes");
-        if cv <= 1.0 || share < 0.3 {
-            continue;
-        }
-        let w = wafs_of(&cfg, &reqs, 400_000, &policies);
+    for run in grid_runs(&cfg).filter(GridRun::accepts) {
+        let w = wafs_of(&cfg, &run.reqs, 400_000, &policies);
         let (star, bound) = (w["pcstream-star"], w[DEATH_BOUNDS[1]]);
         assert!(
             star < 1.13,
-            "seed {seed}: pcstream-star {star}: GC copies little"
+            "{}, seed {}: pcstream-star {star}: GC copies little",
+            run.setting,
+            run.seed
         );
         by_setting
-            .entry(format!(
-                "levels {levels}, ratio {ratio}, skew {skew}, build {build_share}"
-            ))
+            .entry(run.setting)
             .or_default()
             .push(bound / star);
     }
