@@ -629,26 +629,25 @@ impl PcStream {
         // without discard: 2.5 % above baseline with the split, 3.3 % below without).
         // No PC-0 writes and no PC still unknown that has written: stream 0 holds only the aged
         // state and the pages the clustered PCs wrote before they were known.
-        let only_aged =
-            self.pc0_writes == 0 && !self.pcs.iter().any(|e| e.n < self.n_min && e.writes > 0);
+        let only_aged = groups == 1
+            && self.pc0_writes == 0
+            && !self.pcs.iter().any(|e| e.n < self.n_min && e.writes > 0);
         let lone = groups == 1 && {
             let zero = self
                 .pcs
                 .iter()
                 .filter(|e| e.n < self.n_min)
                 .fold(self.pc0, |m, e| m + e.moments());
-            if zero.n == 0.0 && only_aged && self.aged.n == 0.0 {
+            let alike = |z: &Moments| mean_gain(z, &samples) / (z.n + samples.n) < self.min_gain;
+            if zero.n > 0.0 || !only_aged {
+                alike(&zero)
+            } else if self.aged.n > 0.0 {
+                // The aged pages' deaths are the only evidence of how the rest of them die.
+                alike(&self.aged)
+            } else {
                 // No aged page has died: stream 0's data are the group's own early pages (or an
                 // aged state that never dies, which baseline mixes in the same way).
                 true
-            } else {
-                // The aged pages' deaths are the only evidence of how the rest of it dies.
-                let zero = if zero.n == 0.0 && only_aged {
-                    self.aged
-                } else {
-                    zero
-                };
-                mean_gain(&zero, &samples) / (zero.n + samples.n) < self.min_gain
             }
         };
         let first = if lone { 0 } else { 1 };
