@@ -116,6 +116,11 @@ fn age_and_death_classes_follow_the_geometric_boundaries() {
             .expect("a bad substream test is refused");
         assert!(e.to_string().contains(&format!("{key}={bad}")), "{e}");
     }
+    // pcstream-star has no substreams to split into generations.
+    let e = registry::build("pcstream-star", &mut ctx(&[("hv_generations", "2")]))
+        .err()
+        .expect("pcstream-star refuses hv_generations");
+    assert!(e.to_string().contains("hv_generations"), "{e}");
 }
 
 #[test]

@@ -349,7 +349,12 @@ impl PcStream {
             )));
         }
         let hv_min_copies = hv_min_units * ctx.unit_pages as f64;
-        let generations: usize = ctx.param("hv_generations", 1usize)?;
+        // `pcstream-star` has no substreams, hence no such parameter.
+        let generations: usize = if full {
+            ctx.param("hv_generations", 1usize)?
+        } else {
+            1
+        };
         let hv_slots = substreams == Substreams::HighVariance;
         // Slots of G write points each: G must divide M, or a write point would be reserved
         // for GC and never written.
