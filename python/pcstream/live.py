@@ -300,11 +300,11 @@ def run(cmd: list[str], table: str | Path, ssd: str = "paper") -> tuple[int, dic
     """``pcstream run``: ``cmd`` under the shim with live hints from ``table`` (resolved for
     ``ssd``), nothing recorded. Returns the command's exit status (128+N for signal N) and a
     summary: the table's resolution, the shim's counts, warnings."""
-    from pcstream.record import filetrace, runner
+    from pcstream.record import runner, shimrun
 
     resolved = resolve(table, ssd)
-    shim = filetrace.shim_path()
-    early = filetrace.early_warnings(cmd, shim)
+    shim = shimrun.shim_path()
+    early = shimrun.early_warnings(cmd, shim)
     if not resolved.signature_stored:
         early.append(
             f"{table}: the table does not say which signature method learned it; using "

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from pcstream import mapping
+from pcstream import mapstage
 from pcstream.cli._common import (
     SIZE,
     SIZE_HELP,
@@ -19,7 +19,7 @@ from pcstream.cli._common import (
     stdout,
 )
 from pcstream.errors import EXIT_FAILURE, EXIT_OK
-from pcstream.record import filetrace
+from pcstream.record import shimrun
 from pcstream.workloads import bundle, recording
 from pcstream.workloads.packages import missing_packages
 from pcstream.workloads.recipes import RECIPES, SUITE_AGE_CHURN, SUITE_AGE_SHARE, SUITE_MODES, SUITE_SSD
@@ -39,7 +39,7 @@ def suite(
     method: str,
     capacity: int | None,
     mount_opts: str | None,
-    age: mapping.Aging,
+    age: mapstage.Aging,
     as_json: bool,
     only: tuple[str, ...] = bundle.SUITE,
     keep_file_traces: bool = False,
@@ -96,7 +96,7 @@ def listing() -> Table:
 @click.option("--record", "do_record", is_flag=True, help="Run the recipe (default: show it).")
 @click.option("-o", "--output-dir", default="traces", show_default=True, metavar="DIR",
               help="Where NAME.file.parquet (file level) and NAME.parquet (block level) go.")  # fmt: skip
-@click.option("--method", type=click.Choice(filetrace.METHODS), default="auto", show_default=True,
+@click.option("--method", type=click.Choice(shimrun.METHODS), default="auto", show_default=True,
               help="Stack walk for the PC signatures (see 'pcstream record').")  # fmt: skip
 @click.option("--capacity", type=SIZE, default=None, metavar="SIZE",
               help=f"File-system size for the map to blocks: {SIZE_HELP}  [default: the logical "
@@ -142,7 +142,7 @@ def command(
     if name is None:
         stdout().print(listing())
         return EXIT_OK
-    aging = mapping.Aging(age, age_seed, age_churn)
+    aging = mapstage.Aging(age, age_seed, age_churn)
     if name == "suite":
         names = bundle.SUITE
         if only is not None:

@@ -13,7 +13,7 @@ The run, all as root:
    as in the model;
 2. the bios of that loop device are captured from the ``block:block_bio_queue`` tracepoint —
    the bios the file system submits, before merging — by the BPF program of ``bpf/``
-   (:mod:`.biocapture`: also each bio's write-life hint and the file pages it carries), or, where
+   (:mod:`.biotracer`: also each bio's write-life hint and the file pages it carries), or, where
    BPF cannot run (no BTF, not built, the load refused), by a private tracefs instance
    (:mod:`.tracefs`: no hints, no file pages); ``PCSTREAM_BLOCK_CAPTURE=bpf|tracefs`` forces one;
 3. the program runs under the record shim with the mount point as its working directory (the
@@ -26,7 +26,7 @@ The run, all as root:
 5. the events become the block trace with that map, so its ``meta`` column says journal (1),
    inode table (2), directory (3), bitmap / group descriptor (4) or superblock / extent tree (5),
    and data (0) elsewhere; ``pcstream.capacity_pages`` is the image size. From the BPF capture
-   (:mod:`.biotrace`) every data page also gets the ``pc`` and ``pid`` of the shim's last write
+   (:mod:`.bio_to_blocktrace`) every data page also gets the ``pc`` and ``pid`` of the shim's last write
    to that file page before the bio, and ``hint`` the bio's hint; the share of data pages that
    got a PC is the summary's ``attribution.rate``. From tracefs the events go through blkparse
    text (``maj,min cpu seq sec.nsec pid D rwbs sector + n [comm]``, also written beside the
@@ -55,11 +55,12 @@ from typing import Any
 
 from pcstream import api, live
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
-from pcstream.mapping import Aging
-from pcstream.record import agereplay, biocapture, biotrace, filetrace
-from pcstream.record.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
+from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer
+from pcstream.groundtruth.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
+from pcstream.groundtruth.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
+from pcstream.mapstage import Aging
+from pcstream.record import shimrun
 from pcstream.record.symbols import symbolize_or_warn
-from pcstream.record.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
 from pcstream.units import PAGE_BYTES
 
 # sysexits.h EX_NOPERM: the run needs root.
@@ -118,7 +119,7 @@ def choose_capture(method: str | None = None) -> tuple[str, str | None]:
         raise CliError(f"{CAPTURE_ENV}={method}: use one of {', '.join(CAPTURES)}", EXIT_USAGE)
     if method == "tracefs":
         return "tracefs", None
-    why = biocapture.unavailable()
+    why = biotracer.unavailable()
     if why is None:
         return "bpf", None
     if method == "bpf":
@@ -322,8 +323,8 @@ def capture(
             if age is not None and age.share is not None:
                 say(f"aging to {age.share:g} of the blocks (seed {age.seed}, churn {age.churn})")
                 aged = age_fs(device, mount, image, capacity_pages, mount_opts, age)
-            cap: BlockCapture | biocapture.BioCapture
-            cap = biocapture.BioCapture(devno, outputs.bio) if kind == "bpf" else BlockCapture(devno, raw)
+            cap: BlockCapture | biotracer.BioCapture
+            cap = biotracer.BioCapture(devno, outputs.bio) if kind == "bpf" else BlockCapture(devno, raw)
             try:
                 cap.start()
                 say(f"running {' '.join(cmd)} in {mount} ({device}, capture: {kind})")
@@ -342,12 +343,12 @@ def capture(
         extents = aged["extents"] if aged else []
         source = source or "pcstream record --block " + " ".join(cmd)
         if kind == "bpf":
-            bios = biocapture.read(outputs.bio)
+            bios = biotracer.read(outputs.bio)
             say(f"building the block trace from {len(bios.bios)} bios")
-            block = biotrace.build(
+            block = bio_to_blocktrace.build(
                 bios, outputs.files, fs_dev, capacity_pages, layout.meta_map(), outputs.block, source, extents
             )
-            events = biocapture.to_blkparse(bios, outputs.text)
+            events = biotracer.to_blkparse(bios, outputs.text)
             end = bios.end or {}
             lost = int(stopped.get("lost", 0)) + int(end.get("orphans", 0))
             warnings = list(bios.warnings)
@@ -363,7 +364,7 @@ def capture(
                 meta_map=layout.meta_map(),
             )
             if extents:
-                biotrace.prepend_aged(outputs.block, extents)
+                bio_to_blocktrace.prepend_aged(outputs.block, extents)
             events, lost, warnings = conv.events, stopped + conv.lost, []
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -429,20 +430,20 @@ def record_block(
     write the real block trace, the file-level trace and the layout (see :func:`capture`).
     ``out``: a directory, or the block trace's ``.parquet`` name. Returns the command's exit
     status and the capture summary. ``coalesce`` and ``symbol_dirs`` as for the file-level trace
-    (:func:`.filetrace.record`; ``record --block`` coalesces by default, ``validate --run`` keeps
+    (:func:`.shimrun.record`; ``record --block`` coalesces by default, ``validate --run`` keeps
     one row per write); ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
     model's aging first; ``capture_method``: see :func:`choose_capture`. ``table``: run with live
     write-lifetime hints from this PC table resolved for ``ssd`` (:mod:`pcstream.live`), with the
     table's signature method; the summary then has ``live`` (the shim's counts) and ``fidelity``
     (the share of data pages whose bio carried their PC's hint)."""
-    if method not in filetrace.METHODS:
-        raise CliError(f"--method {method}: unknown; use one of {', '.join(filetrace.METHODS)}", EXIT_USAGE)
+    if method not in shimrun.METHODS:
+        raise CliError(f"--method {method}: unknown; use one of {', '.join(shimrun.METHODS)}", EXIT_USAGE)
     resolved = live.resolve(table, ssd) if table is not None else None
     if resolved is not None:
         method, frames = str(resolved.signature["method"]), int(resolved.signature["frames"])
         capture_method = capture_method or "bpf"  # the hints are read from the bios: BPF or an error
-    shim = filetrace.shim_path()
-    filetrace.check_command(cmd)
+    shim = shimrun.shim_path()
+    shimrun.check_command(cmd)
     check_environment(tracefs=False)
     # CMD runs in the mount point: a program named by a relative path is taken from here.
     if "/" in cmd[0] and not os.path.isabs(cmd[0]):
@@ -452,7 +453,7 @@ def record_block(
         raise CliError(
             f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
         )
-    logdir = filetrace.new_logdir()
+    logdir = shimrun.new_logdir()
     source = live.record_source(cmd, method, frames, block=True)
     hints_file = logdir.with_name(logdir.name + ".hints")
     if resolved is not None:
@@ -460,12 +461,12 @@ def record_block(
 
     def run(c: list[str], cwd: Path) -> int:
         if resolved is None:
-            return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
+            return shimrun.run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
         env = live.live_env(dict(os.environ), hints_file, resolved.signature)
-        return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd, env=env)
+        return shimrun.run_under_shim(c, logdir, method, frames, shim, cwd=cwd, env=env)
 
     def files() -> dict[str, Any]:
-        summary = filetrace.convert(logdir, outputs.files, source, coalesce)
+        summary = shimrun.convert(logdir, outputs.files, source, coalesce)
         if symbols and summary.get("signatures"):
             symbolize_or_warn(outputs.files, summary, symbol_dirs)
         return summary
