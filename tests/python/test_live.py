@@ -22,7 +22,7 @@ import pytest
 
 from pcstream import live
 from pcstream.groundtruth import biotracer, loopdev
-from pcstream.record import shimrun
+from pcstream.record import runner
 from support import ROOT, assert_user_error, run_module
 
 CC = shutil.which("cc") or shutil.which("gcc")
@@ -77,7 +77,7 @@ def test_streams_by_centroid_split_into_four_equal_groups(streams: int, levels: 
 
 
 def test_source_signature_round_trip() -> None:
-    src = live.record_source(["db_bench", "--num=5"], "unwind", 16, block=True)
+    src = runner.record_source(["db_bench", "--num=5"], "unwind", 16, block=True)
     assert live.source_signature(src + " | pcstream map") == {"method": "unwind", "frames": 16}
     assert live.source_signature("gen zipf") is None
 
@@ -156,7 +156,7 @@ def test_run_sets_each_files_hint_and_keeps_output_and_status(
     summary = json.loads(r.stderr.splitlines()[-1])
     assert summary["live"]["writes"] == 288 and summary["live"]["match_rate"] == 1.0
     # Nothing to warn about, but a checkout other users cannot reach (then the shim says so).
-    assert summary["warnings"] == [w for w in [shimrun.private_shim_warning(shimrun.shim_path())] if w]
+    assert summary["warnings"] == [w for w in [runner.private_shim_warning(runner.shim_path())] if w]
     assert inode_hint(tmp_path / "short.dat") == live.SHORT
     assert inode_hint(tmp_path / "long.dat") == live.MEDIUM
     assert not list(tmp_path.glob("*.bin")), "run records nothing"

@@ -174,15 +174,15 @@ def test_a_shim_other_users_cannot_reach_is_warned_about() -> None:
         shim.write_bytes(b"")
         shim.chmod(0o644)
         home.chmod(0o700)
-        warning = shimrun.private_shim_warning(shim)
+        warning = runner.private_shim_warning(shim)
         assert warning is not None and f"{home} is not searchable by other users" in warning
         assert f"chmod o+x {home}" in warning
         home.chmod(0o755)
         shim.chmod(0o600)
-        warning = shimrun.private_shim_warning(shim)
+        warning = runner.private_shim_warning(shim)
         assert warning is not None and f"{shim} is not readable by other users" in warning
         shim.chmod(0o644)
-        assert shimrun.private_shim_warning(shim) is None
+        assert runner.private_shim_warning(shim) is None
 
 
 def test_the_runner_says_which_signals_it_forwarded() -> None:
@@ -311,9 +311,9 @@ def test_static_executables_are_recognised(programs: dict[str, Path], tmp_path: 
     assert elf.is_static(sys.executable) is False
     assert elf.is_static(programs["script"]) is None and elf.is_static(tmp_path / "missing") is None
     assert elf.script_interpreter(programs["script"]) == str(programs["static"])
-    assert shimrun.static_warning(str(programs["dynamic"])) is None
-    assert "is statically linked" in (shimrun.static_warning(str(programs["static"])) or "")
-    assert "interpreter" in (shimrun.static_warning(str(programs["script"])) or "")
+    assert runner.static_warning(str(programs["dynamic"])) is None
+    assert "is statically linked" in (runner.static_warning(str(programs["static"])) or "")
+    assert "interpreter" in (runner.static_warning(str(programs["script"])) or "")
 
 
 @needs_shim

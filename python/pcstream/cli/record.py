@@ -10,7 +10,7 @@ import click
 from pcstream import mapstage
 from pcstream.cli._common import SIZE, SIZE_HELP, aging_options, epilog, resolve_ssd, ssd_option
 from pcstream.groundtruth import loopdev
-from pcstream.record import shimrun
+from pcstream.record import runner, shimrun
 
 BLOCK_DEFAULT_OUT = "record-block"
 BLOCK_DEFAULT_CAPACITY = "1GiB"
@@ -155,7 +155,7 @@ def command(
             raise click.UsageError("--keep-logs is not supported with --block")
         where = Path(output or BLOCK_DEFAULT_OUT)
         pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
-        for early in shimrun.early_warnings(list(cmd), shimrun.shim_path()):
+        for early in runner.early_warnings(list(cmd), runner.shim_path()):
             warn(early)
         status, summary = loopdev.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,

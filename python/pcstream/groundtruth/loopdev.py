@@ -59,7 +59,7 @@ from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer
 from pcstream.groundtruth.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
 from pcstream.groundtruth.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
 from pcstream.mapstage import Aging
-from pcstream.record import shimrun
+from pcstream.record import runner, shimrun
 from pcstream.record.symbols import symbolize_or_warn
 from pcstream.units import PAGE_BYTES
 
@@ -442,8 +442,8 @@ def record_block(
     if resolved is not None:
         method, frames = str(resolved.signature["method"]), int(resolved.signature["frames"])
         capture_method = capture_method or "bpf"  # the hints are read from the bios: BPF or an error
-    shim = shimrun.shim_path()
-    shimrun.check_command(cmd)
+    shim = runner.shim_path()
+    runner.check_command(cmd)
     check_environment(tracefs=False)
     # CMD runs in the mount point: a program named by a relative path is taken from here.
     if "/" in cmd[0] and not os.path.isabs(cmd[0]):
@@ -454,7 +454,7 @@ def record_block(
             f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
         )
     logdir = shimrun.new_logdir()
-    source = live.record_source(cmd, method, frames, block=True)
+    source = runner.record_source(cmd, method, frames, block=True)
     hints_file = logdir.with_name(logdir.name + ".hints")
     if resolved is not None:
         live.write_hints(resolved.hints, hints_file)
