@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import api, tracemeta
+from pcstream.aging import Aging
 from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer, loopdev, validation
 from pcstream.groundtruth.biotracer import F_FUA, F_META, F_PREFLUSH, OP_DISCARD, OP_READ, OP_WRITE
 from pcstream.groundtruth.validation import trace_figures
-from pcstream.mapstage import Aging
 from support import ROOT
 
 SHIM_SO = ROOT / "python" / "pcstream" / "_shim" / "pcshim.so"

@@ -292,7 +292,7 @@ def test_tracefs_capture_on_an_aged_file_system(tmp_path: Path) -> None:
     script = "open('f', 'wb').write(b'z' * (1 << 20))"
     proc = subprocess.run(
         [sys.executable, "-c",
-         "import sys; from pathlib import Path; from pcstream.mapstage import Aging; "
+         "import sys; from pathlib import Path; from pcstream.aging import Aging; "
          "from pcstream.groundtruth import loopdev as b; "
          f"s, r = b.record_block([sys.executable, '-c', {script!r}], Path({str(out)!r}), 16384, "
          "age=Aging(0.6, 2, 0), capture_method='tracefs'); print(b.summary_line(b.Outputs.at(Path("

@@ -100,7 +100,7 @@ def json_option(f: F) -> F:
 
 def aging_options(f: F) -> F:
     """--age SHARE, --age-seed N, --age-churn ROUNDS (the verb gets ``age``, ``age_seed``,
-    ``age_churn``; build a :class:`pcstream.mapstage.Aging` from them)."""
+    ``age_churn``; build a :class:`pcstream.aging.Aging` from them)."""
     f = click.option(
         "--age-churn",
         type=click.IntRange(min=0),

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from pcstream import mapstage
+from pcstream.aging import Aging
 from pcstream.cli._common import (
     SIZE,
     SIZE_HELP,
@@ -102,7 +103,7 @@ def command(
             mount_opts,
             device,
             progress=progress,
-            age=mapstage.Aging(age, age_seed, age_churn),
+            age=Aging(age, age_seed, age_churn),
         )
     if as_json:
         print_json(summary)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from pcstream import mapstage
+from pcstream.aging import Aging
 from pcstream.cli._common import SIZE, SIZE_HELP, aging_options, epilog, resolve_ssd, ssd_option
 from pcstream.groundtruth import loopdev
 from pcstream.record import runner, shimrun
@@ -159,7 +159,7 @@ def command(
             warn(early)
         status, summary = loopdev.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
-            symbol_dirs=dirs, age=mapstage.Aging(age, age_seed, age_churn) if age is not None else None,
+            symbol_dirs=dirs, age=Aging(age, age_seed, age_churn) if age is not None else None,
             table=Path(table) if table else None, ssd=resolve_ssd(ssd),
         )  # fmt: skip
         click.echo(loopdev.summary_line(loopdev.Outputs.at(where), summary), err=True)

@@ -10,7 +10,8 @@ from typing import Any
 import click
 from rich.table import Table
 
-from pcstream import api, mapstage
+from pcstream import api
+from pcstream.aging import Aging
 from pcstream.cli._common import (
     SIZE,
     SIZE_HELP,
@@ -191,7 +192,7 @@ def command(
     Example: pcstream validate --run --ssd small -o run1 -- python3 $PWD/tools/fs_workload.py
     """
     ssd = resolve_ssd(ssd)
-    aging = mapstage.Aging(age, age_seed, age_churn) if age is not None else None
+    aging = Aging(age, age_seed, age_churn) if age is not None else None
     if aging is None and (age_seed or age_churn):
         raise click.UsageError("--age-seed and --age-churn need --age")
     if run_cmd:

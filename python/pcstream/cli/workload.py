@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from pcstream import mapstage
+from pcstream.aging import Aging
 from pcstream.cli._common import (
     SIZE,
     SIZE_HELP,
@@ -39,7 +39,7 @@ def suite(
     method: str,
     capacity: int | None,
     mount_opts: str | None,
-    age: mapstage.Aging,
+    age: Aging,
     as_json: bool,
     only: tuple[str, ...] = bundle.SUITE,
     keep_file_traces: bool = False,
@@ -142,7 +142,7 @@ def command(
     if name is None:
         stdout().print(listing())
         return EXIT_OK
-    aging = mapstage.Aging(age, age_seed, age_churn)
+    aging = Aging(age, age_seed, age_churn)
     if name == "suite":
         names = bundle.SUITE
         if only is not None:

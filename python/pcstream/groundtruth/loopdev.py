@@ -54,11 +54,11 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, live
+from pcstream.aging import Aging
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
 from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer
 from pcstream.groundtruth.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
 from pcstream.groundtruth.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
-from pcstream.mapstage import Aging
 from pcstream.record import runner, shimrun
 from pcstream.record.symbols import symbolize_or_warn
 from pcstream.units import PAGE_BYTES

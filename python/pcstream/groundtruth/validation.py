@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from pcstream import api, mapstage, pclabels, tracemeta
+from pcstream.aging import Aging
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, CliError, require_file
 from pcstream.groundtruth import loopdev
 from pcstream.units import PAGE_BYTES
@@ -305,7 +306,7 @@ def validate(
     mount_opts: str | None = None,
     model_out: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapstage.Aging | None = None,
+    age: Aging | None = None,
 ) -> dict[str, Any]:
     """Map ``file_trace`` like the real run and compare with ``real_trace``; the result object
     (rows and their targets met, per-PC lifetimes and theirs, both sets of figures, the map
@@ -335,7 +336,7 @@ def validate(
     device = layout.get("fs_dev")
     if age is None and layout.get("aged"):
         a = layout["aged"]
-        age = mapstage.Aging(float(a["share"]), int(a.get("seed", 0)), int(a.get("churn", 0)))
+        age = Aging(float(a["share"]), int(a.get("seed", 0)), int(a.get("churn", 0)))
     with tempfile.TemporaryDirectory(prefix="pcstream-validate-") as tmp:
         out = model_out or str(Path(tmp) / "model.parquet")
         with bar("map (model)", "events") as progress:

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pcstream import api, mapstage
+from pcstream import api
+from pcstream.aging import Aging
 from pcstream.errors import CliError, Terminated, classify
 from pcstream.outputs import atomic_write
 from pcstream.workloads import recording
@@ -57,7 +58,7 @@ MANIFEST = "manifest.json"
 # What the bundle may weigh in all (bytes).
 BUDGET = 40 * 10**6
 # The suite's aged file system (see recipes.SUITE_AGE_SHARE).
-SUITE_AGING = mapstage.Aging(SUITE_AGE_SHARE, 0, SUITE_AGE_CHURN)
+SUITE_AGING = Aging(SUITE_AGE_SHARE, 0, SUITE_AGE_CHURN)
 
 
 def environment() -> dict[str, Any]:
@@ -80,7 +81,7 @@ def sha256(path: Path) -> str:
 
 
 def entry(r: Recipe, result: dict[str, Any], block: Path, mount_opts: str, map_summary: dict[str, Any],
-          method: str, age: mapstage.Aging) -> dict[str, Any]:  # fmt: skip
+          method: str, age: Aging) -> dict[str, Any]:  # fmt: skip
     return {
         "workload": r.name,
         "summary": r.summary,
@@ -148,7 +149,7 @@ def record_suite(
     keep_file_traces: bool = False,
     say: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapstage.Aging = SUITE_AGING,
+    age: Aging = SUITE_AGING,
     remap: bool = False,
 ) -> dict[str, Any]:
     """Record ``names`` into ``out_dir`` and map each, once per ``(mount options, suffix)`` of

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, mapstage, tracemeta
+from pcstream.aging import Aging
 from pcstream.errors import EXIT_FAILURE, EXIT_USAGE, CliError, Terminated, prepare_output
 from pcstream.record import runner, shimrun
 from pcstream.units import parse_size
@@ -76,7 +77,7 @@ def map_recipe(
     capacity_pages: int | None = None,
     mount_opts: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapstage.Aging | None = None,
+    age: Aging | None = None,
 ) -> dict[str, Any]:
     """Map ``r``'s file-level trace into ``block_trace`` for the SSD preset the recipe is sized for
     (its logical pages, the recipe's mount options), unless a capacity or options are given;
@@ -97,7 +98,7 @@ def run_recipe(
     capacity_pages: int | None = None,
     mount_opts: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapstage.Aging | None = None,
+    age: Aging | None = None,
 ) -> dict[str, Any]:
     """Record recipe ``r`` into ``out_dir/NAME.file.parquet``; check it; with ``map_blocks`` map
     it into ``out_dir/NAME.parquet`` (see :func:`map_recipe`). Returns the summary."""
