@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream import api, tracemeta
+from pcstream import api, compose, tracemeta
 from pcstream.aging import Aging
 from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer, loopdev, validation
 from pcstream.groundtruth.biotracer import F_FUA, F_META, F_PREFLUSH, OP_DISCARD, OP_READ, OP_WRITE
@@ -522,7 +522,7 @@ def test_both_call_paths_are_the_pcs_of_their_data_pages(two_paths: dict[str, An
 @needs_bpf
 def test_record_block_on_an_aged_file_system(tmp_path: Path) -> None:
     out = tmp_path / "aged"
-    status, s = loopdev.record_block(
+    status, s = compose.record_block(
         ["/bin/sh", "-c", "head -c 1048576 /dev/zero > f && sync"], out, 16384, age=Aging(0.7, 4, 1),
         mount_opts="nodiscard",
     )  # fmt: skip

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from pcstream import compose
 from pcstream.aging import Aging
 from pcstream.cli._common import SIZE, SIZE_HELP, aging_options, epilog, resolve_ssd, ssd_option
 from pcstream.groundtruth import loopdev
@@ -157,7 +158,7 @@ def command(
         pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
         for early in runner.early_warnings(list(cmd), runner.shim_path()):
             warn(early)
-        status, summary = loopdev.record_block(
+        status, summary = compose.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
             symbol_dirs=dirs, age=Aging(age, age_seed, age_churn) if age is not None else None,
             table=Path(table) if table else None, ssd=resolve_ssd(ssd),

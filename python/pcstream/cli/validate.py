@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from pcstream import api
+from pcstream import api, compose
 from pcstream.aging import Aging
 from pcstream.cli._common import (
     SIZE,
@@ -200,7 +200,7 @@ def command(
             raise click.UsageError("--run needs a command: pcstream validate --run -- CMD [ARGS...]")
         where = Path(out or "validate-run")
         pages = capacity if capacity is not None else int(api.ssd_summary(ssd)["logical_pages"])
-        status, captured = loopdev.record_block(list(args), where, pages, mount_opts=mount_opts, age=aging)
+        status, captured = compose.record_block(list(args), where, pages, mount_opts=mount_opts, age=aging)
         if not as_json:
             click.echo(loopdev.summary_line(loopdev.Outputs.at(where), captured), err=True)
         result = validation.validate_capture(args, where, status, captured, ssd, None, progress_bar)

@@ -10,5 +10,6 @@ checked against it.
 * :mod:`.validation` maps the file-level trace through the model and compares the two block
   traces (``pcstream validate``).
 
-Method and results: docs/FSMODEL.md, "Ground truth".
+The run under the record shim, with live hints when asked, is given to the capture by
+:mod:`pcstream.compose`. Method and results: docs/FSMODEL.md, "Ground truth".
 """

@@ -17,7 +17,8 @@ The run, all as root:
    BPF cannot run (no BTF, not built, the load refused), by a private tracefs instance
    (:mod:`.tracefs`: no hints, no file pages); ``PCSTREAM_BLOCK_CAPTURE=bpf|tracefs`` forces one;
 3. the program runs under the record shim with the mount point as its working directory (the
-   same run yields the file-level trace), then ``sync``, the list of its files and directories,
+   same run yields the file-level trace; the caller, :mod:`pcstream.compose`, gives the run and
+   the conversion), then ``sync``, the list of its files and directories,
    ``umount`` (its journal checkpoint and superblock writes are captured too);
 4. the layout of the image is read back (``dumpe2fs``: superblocks, group descriptors, bitmaps,
    inode tables; ``debugfs``: the journal's extents, the blocks of every directory and the
@@ -48,19 +49,17 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcstream import api, live
+from pcstream import api
 from pcstream.aging import Aging
 from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
 from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer
 from pcstream.groundtruth.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
 from pcstream.groundtruth.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
-from pcstream.record import runner, shimrun
-from pcstream.record.symbols import symbolize_or_warn
 from pcstream.units import PAGE_BYTES
 
 # sysexits.h EX_NOPERM: the run needs root.
@@ -408,116 +407,6 @@ def capture(
     if warnings:
         summary["warnings"] = warnings
     return status, summary
-
-
-def record_block(
-    cmd: list[str],
-    out: Path,
-    capacity_pages: int,
-    method: str = "auto",
-    frames: int = 12,
-    mount_opts: str | None = None,
-    symbols: bool = True,
-    say: Any = None,
-    coalesce: bool = False,
-    symbol_dirs: Sequence[Path] = (),
-    age: Aging | None = None,
-    capture_method: str | None = None,
-    table: Path | None = None,
-    ssd: str = "paper",
-) -> tuple[int, dict[str, Any]]:
-    """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
-    write the real block trace, the file-level trace and the layout (see :func:`capture`).
-    ``out``: a directory, or the block trace's ``.parquet`` name. Returns the command's exit
-    status and the capture summary. ``coalesce`` and ``symbol_dirs`` as for the file-level trace
-    (:func:`.shimrun.record`; ``record --block`` coalesces by default, ``validate --run`` keeps
-    one row per write); ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
-    model's aging first; ``capture_method``: see :func:`choose_capture`. ``table``: run with live
-    write-lifetime hints from this PC table resolved for ``ssd`` (:mod:`pcstream.live`), with the
-    table's signature method; the summary then has ``live`` (the shim's counts) and ``fidelity``
-    (the share of data pages whose bio carried their PC's hint)."""
-    if method not in shimrun.METHODS:
-        raise CliError(f"--method {method}: unknown; use one of {', '.join(shimrun.METHODS)}", EXIT_USAGE)
-    resolved = live.resolve(table, ssd) if table is not None else None
-    if resolved is not None:
-        method, frames = str(resolved.signature["method"]), int(resolved.signature["frames"])
-        capture_method = capture_method or "bpf"  # the hints are read from the bios: BPF or an error
-    shim = runner.shim_path()
-    runner.check_command(cmd)
-    check_environment(tracefs=False)
-    # CMD runs in the mount point: a program named by a relative path is taken from here.
-    if "/" in cmd[0] and not os.path.isabs(cmd[0]):
-        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
-    outputs = Outputs.at(out)
-    if out.suffix != ".parquet" and out.exists() and not out.is_dir():
-        raise CliError(
-            f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
-        )
-    logdir = shimrun.new_logdir()
-    source = runner.record_source(cmd, method, frames, block=True)
-    hints_file = logdir.with_name(logdir.name + ".hints")
-    if resolved is not None:
-        live.write_hints(resolved.hints, hints_file)
-
-    def run(c: list[str], cwd: Path) -> int:
-        if resolved is None:
-            return shimrun.run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
-        env = live.live_env(dict(os.environ), hints_file, resolved.signature)
-        return shimrun.run_under_shim(c, logdir, method, frames, shim, cwd=cwd, env=env)
-
-    def files() -> dict[str, Any]:
-        summary = shimrun.convert(logdir, outputs.files, source, coalesce)
-        if symbols and summary.get("signatures"):
-            symbolize_or_warn(outputs.files, summary, symbol_dirs)
-        return summary
-
-    try:
-        status, summary = capture(
-            cmd,
-            outputs,
-            capacity_pages,
-            run,
-            files,
-            mount_opts=real_mount_opts(mount_opts),
-            progress=say,
-            age=age,
-            method=capture_method,
-            source=source,
-        )
-        if resolved is not None:
-            add_live(summary, resolved, live.read_live_log(Path(str(hints_file) + ".log")), outputs, table)
-        return status, summary
-    finally:
-        shutil.rmtree(logdir, ignore_errors=True)
-        for p in (hints_file, Path(str(hints_file) + ".log")):
-            p.unlink(missing_ok=True)
-
-
-def add_live(
-    summary: dict[str, Any],
-    resolved: live.Resolved,
-    counts: live.LiveCounts,
-    outputs: Outputs,
-    table: Path | None,
-) -> None:
-    """The live hints of a ``record --block --table`` run into its summary (and layout file): the
-    table's resolution, the shim's counts, their warnings and, with the BPF capture, the fidelity."""
-    summary["table"] = resolved.summary()
-    summary["live"] = counts.as_dict()
-    if summary.get("capture") == "bpf":
-        summary["fidelity"] = live.fidelity(outputs.block, resolved.hints)
-    else:
-        summary.setdefault("warnings", []).append(
-            "no hint fidelity: without BPF the block trace has no hints"
-        )
-    more = live.warnings(counts, table or "")
-    if not resolved.signature_stored:
-        sig = resolved.signature
-        more.insert(0, f"{table}: the table does not say which signature method learned it; "
-                    f"used {sig['method']} with {sig['frames']} frames")  # fmt: skip
-    if more:
-        summary.setdefault("warnings", []).extend(more)
-    outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
 
 
 def possible_cpus() -> int:
