@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pcstream import diagnose, units
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.errors import EXIT_FAILURE, EXIT_OK, report, require_file
 from pcstream.report.data import BASELINE
 

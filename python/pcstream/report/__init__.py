@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import ModuleType
 
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.errors import EXIT_USAGE, CliError
 from pcstream.report.data import RunInfo, sweep
 

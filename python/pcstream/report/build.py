@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pcstream import diagnose
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.report import figures, html
 from pcstream.report.data import RunInfo, Sweep, discard_mode, modes, pc_tables, sweep, trace_labels
 from pcstream.report.results import JSONL, PARQUET, write_results
