@@ -310,80 +310,179 @@ def capture(
     for p in (outputs.block, outputs.files, outputs.layout, outputs.text, outputs.bio):
         p.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="pcstream-block-", dir=outputs.block.parent))
-    aged: dict[str, Any] | None = None
     try:
-        image = work / "ext4.img"
         raw = work / "trace.txt"
-        say(f"mkfs.ext4 on a {capacity_pages * PAGE_BYTES >> 20} MiB image")
-        with _loop_fs(image, capacity_pages * PAGE_BYTES, mount_opts) as (device, mount):
-            st = os.stat(device)
-            devno = _dev_t(st.st_rdev)
-            fs_dev = os.stat(mount).st_dev
-            if age is not None and age.share is not None:
-                say(f"aging to {age.share:g} of the blocks (seed {age.seed}, churn {age.churn})")
-                aged = age_fs(device, mount, image, capacity_pages, mount_opts, age)
-            cap: BlockCapture | biotracer.BioCapture
-            cap = biotracer.BioCapture(devno, outputs.bio) if kind == "bpf" else BlockCapture(devno, raw)
-            try:
-                cap.start()
-                say(f"running {' '.join(cmd)} in {mount} ({device}, capture: {kind})")
-                t0 = time.monotonic()
-                status = run(cmd, mount)
-                run_s = time.monotonic() - t0
-                os.sync()
-                paths = walk(mount)
-                unmount(mount)
-                stopped = cap.stop()
-            finally:
-                cap.close()
-            say("reading the layout (dumpe2fs, debugfs)")
-            layout = read_layout(device, paths)
+        image = _Image(work / "ext4.img", capacity_pages, mount_opts)
+        done = _run_on_image(cmd, image, kind, outputs, raw, run, age, say)
         files = convert_files()
-        extents = aged["extents"] if aged else []
         source = source or "pcstream record --block " + " ".join(cmd)
-        if kind == "bpf":
-            bios = biotracer.read(outputs.bio)
-            say(f"building the block trace from {len(bios.bios)} bios")
-            block = bio_to_blocktrace.build(
-                bios, outputs.files, fs_dev, capacity_pages, layout.meta_map(), outputs.block, source, extents
-            )
-            events = biotracer.to_blkparse(bios, outputs.text)
-            end = bios.end or {}
-            lost = int(stopped.get("lost", 0)) + int(end.get("orphans", 0))
-            warnings = list(bios.warnings)
-        else:
-            assert isinstance(stopped, int)
-            conv = tracefs_to_blkparse(raw, outputs.text)
-            say(f"importing {conv.events} block events")
-            block = api.import_trace(
-                "blkparse",
-                str(outputs.text),
-                str(outputs.block),
-                capacity_pages=capacity_pages,
-                meta_map=layout.meta_map(),
-            )
-            if extents:
-                bio_to_blocktrace.prepend_aged(outputs.block, extents)
-            events, lost, warnings = conv.events, stopped + conv.lost, []
+        trace = _block_trace(kind, done, outputs, raw, capacity_pages, source, say)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    summary: dict[str, Any] = {
+    summary = _summary(cmd, image, kind, fallback, done, trace, files, outputs)
+    outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
+    warnings = trace.warnings
+    if fallback:
+        warnings.append(f"captured with tracefs, without PCs or hints in the block trace ({fallback})")
+    if trace.lost:
+        what = "ring buffer full" if kind == "bpf" else "tracefs buffer overrun"
+        warnings.append(f"{trace.lost} block events were lost ({what}); the block trace is incomplete")
+    if warnings:
+        summary["warnings"] = warnings
+    return done.status, summary
+
+
+@dataclass(frozen=True)
+class _Image:
+    """The image file of a capture, its size in 4 KiB blocks and its mount options."""
+
+    path: Path
+    capacity_pages: int
+    mount_opts: str
+
+
+@dataclass
+class _Done:
+    """What the run on the image gave: the command's status and time, what stopping the capture
+    returned, the device numbers, the aged state (None: not aged) and the layout read back."""
+
+    status: int
+    run_s: float
+    stopped: Any
+    devno: int
+    fs_dev: int
+    aged: dict[str, Any] | None
+    layout: Layout
+
+
+@dataclass
+class _Trace:
+    """The block trace written: the engine's summary, the events captured and lost, warnings."""
+
+    block: dict[str, Any]
+    events: int
+    lost: int
+    warnings: list[str]
+
+
+def _run_on_image(
+    cmd: list[str],
+    image: _Image,
+    kind: str,
+    outputs: Outputs,
+    raw: Path,
+    run: Callable[[list[str], Path], int],
+    age: Aging | None,
+    say: Callable[[str], None],
+) -> _Done:
+    """Steps 1 to 4 of the module's doc: the file system (aged with ``age``), the capture of
+    ``kind`` around ``run``, and the layout read back after the unmount; the loop device is gone
+    on return."""
+    assert outputs.bio is not None
+    aged: dict[str, Any] | None = None
+    capacity_pages, mount_opts = image.capacity_pages, image.mount_opts
+    say(f"mkfs.ext4 on a {capacity_pages * PAGE_BYTES >> 20} MiB image")
+    with _loop_fs(image.path, capacity_pages * PAGE_BYTES, mount_opts) as (device, mount):
+        st = os.stat(device)
+        devno = _dev_t(st.st_rdev)
+        fs_dev = os.stat(mount).st_dev
+        if age is not None and age.share is not None:
+            say(f"aging to {age.share:g} of the blocks (seed {age.seed}, churn {age.churn})")
+            aged = age_fs(device, mount, image.path, capacity_pages, mount_opts, age)
+        cap: BlockCapture | biotracer.BioCapture
+        cap = biotracer.BioCapture(devno, outputs.bio) if kind == "bpf" else BlockCapture(devno, raw)
+        try:
+            cap.start()
+            say(f"running {' '.join(cmd)} in {mount} ({device}, capture: {kind})")
+            t0 = time.monotonic()
+            status = run(cmd, mount)
+            run_s = time.monotonic() - t0
+            os.sync()
+            paths = walk(mount)
+            unmount(mount)
+            stopped = cap.stop()
+        finally:
+            cap.close()
+        say("reading the layout (dumpe2fs, debugfs)")
+        layout = read_layout(device, paths)
+    return _Done(status, run_s, stopped, devno, fs_dev, aged, layout)
+
+
+def _block_trace(
+    kind: str,
+    done: _Done,
+    outputs: Outputs,
+    raw: Path,
+    capacity_pages: int,
+    source: str,
+    say: Callable[[str], None],
+) -> _Trace:
+    """Step 5 of the module's doc: the block trace from the BPF capture (with PCs and hints) or
+    through blkparse text and the engine's importer (tracefs), the aged state leading it."""
+    extents = done.aged["extents"] if done.aged else []
+    layout = done.layout
+    if kind == "bpf":
+        assert outputs.bio is not None
+        bios = biotracer.read(outputs.bio)
+        say(f"building the block trace from {len(bios.bios)} bios")
+        block = bio_to_blocktrace.build(
+            bios,
+            outputs.files,
+            done.fs_dev,
+            capacity_pages,
+            layout.meta_map(),
+            outputs.block,
+            source,
+            extents,
+        )
+        events = biotracer.to_blkparse(bios, outputs.text)
+        end = bios.end or {}
+        lost = int(done.stopped.get("lost", 0)) + int(end.get("orphans", 0))
+        return _Trace(block, events, lost, list(bios.warnings))
+    assert isinstance(done.stopped, int)
+    conv = tracefs_to_blkparse(raw, outputs.text)
+    say(f"importing {conv.events} block events")
+    block = api.import_trace(
+        "blkparse",
+        str(outputs.text),
+        str(outputs.block),
+        capacity_pages=capacity_pages,
+        meta_map=layout.meta_map(),
+    )
+    if extents:
+        bio_to_blocktrace.prepend_aged(outputs.block, extents)
+    return _Trace(block, conv.events, done.stopped + conv.lost, [])
+
+
+def _summary(
+    cmd: list[str],
+    image: _Image,
+    kind: str,
+    fallback: str | None,
+    done: _Done,
+    trace: _Trace,
+    files: dict[str, Any],
+    outputs: Outputs,
+) -> dict[str, Any]:
+    """The capture's summary, as the layout file holds it (warnings are added after)."""
+    layout, aged = done.layout, done.aged
+    return {
         "command": cmd,
-        "status": status,
-        "run_s": round(run_s, 3),
-        "capacity_pages": capacity_pages,
-        "mount_opts": mount_opts,
+        "status": done.status,
+        "run_s": round(done.run_s, 3),
+        "capacity_pages": image.capacity_pages,
+        "mount_opts": image.mount_opts,
         "cpus": possible_cpus(),
         "mkfs": ["mkfs.ext4", *MKFS_ARGS],
         "tracepoint": f"block:{EVENT}",
         "capture": kind,
         "bpf_unavailable": fallback,
-        "fs_dev": fs_dev,
-        "loop_dev_t": devno,
-        "events": events,
-        "lost_events": lost,
-        "block": block,
-        "attribution": block.get("attribution"),
+        "fs_dev": done.fs_dev,
+        "loop_dev_t": done.devno,
+        "events": trace.events,
+        "lost_events": trace.lost,
+        "block": trace.block,
+        "attribution": trace.block.get("attribution"),
         "aged": {k: v for k, v in aged.items() if k != "extents"} if aged else None,
         "files": files,
         "layout": {
@@ -398,15 +497,6 @@ def capture(
         },
         "outputs": {k: str(v) for k, v in vars(outputs).items() if kind == "bpf" or k != "bio"},
     }
-    outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
-    if fallback:
-        warnings.append(f"captured with tracefs, without PCs or hints in the block trace ({fallback})")
-    if lost:
-        what = "ring buffer full" if kind == "bpf" else "tracefs buffer overrun"
-        warnings.append(f"{lost} block events were lost ({what}); the block trace is incomplete")
-    if warnings:
-        summary["warnings"] = warnings
-    return status, summary
 
 
 def possible_cpus() -> int:
