@@ -39,12 +39,13 @@ def record_block(
     ssd: str = "paper",
 ) -> tuple[int, dict[str, Any]]:
     """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
-    write the real block trace, the file-level trace and the layout (see :func:`.loopdev.capture`).
-    ``out``: a directory, or the block trace's ``.parquet`` name. Returns the command's exit
-    status and the capture summary. ``coalesce`` and ``symbol_dirs`` as for the file-level trace
-    (:func:`pcstream.record.shimrun.record`; ``record --block`` coalesces by default, ``validate --run`` keeps
-    one row per write); ``mount_opts`` see :func:`.loopdev.real_mount_opts`; ``age``: replay the
-    model's aging first; ``capture_method``: see :func:`.loopdev.choose_capture`. ``table``: run with live
+    write the real block trace, the file-level trace and the layout (see
+    :func:`.loopdev.capture`). ``out``: a directory, or the block trace's ``.parquet`` name.
+    Returns the command's exit status and the capture summary. ``coalesce`` and ``symbol_dirs`` as
+    for the file-level trace (:func:`pcstream.record.shimrun.record`; ``record --block``
+    coalesces by default, ``validate --run`` keeps one row per write); ``mount_opts`` see
+    :func:`.loopdev.real_mount_opts`; ``age``: replay the model's aging first;
+    ``capture_method``: see :func:`.loopdev.choose_capture`. ``table``: run with live
     write-lifetime hints from this PC table resolved for ``ssd`` (:mod:`pcstream.live`), with the
     table's signature method; the summary then has ``live`` (the shim's counts) and ``fidelity``
     (the share of data pages whose bio carried their PC's hint)."""
@@ -54,17 +55,7 @@ def record_block(
     if resolved is not None:
         method, frames = str(resolved.signature["method"]), int(resolved.signature["frames"])
         capture_method = capture_method or "bpf"  # the hints are read from the bios: BPF or an error
-    shim = runner.shim_path()
-    runner.check_command(cmd)
-    loopdev.check_environment(tracefs=False)
-    # CMD runs in the mount point: a program named by a relative path is taken from here.
-    if "/" in cmd[0] and not os.path.isabs(cmd[0]):
-        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
-    outputs = loopdev.Outputs.at(out)
-    if out.suffix != ".parquet" and out.exists() and not out.is_dir():
-        raise CliError(
-            f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
-        )
+    shim, cmd, outputs = _checked(cmd, out)
     logdir = shimrun.new_logdir()
     source = runner.record_source(cmd, method, frames, block=True)
     hints_file = logdir.with_name(logdir.name + ".hints")
@@ -103,6 +94,23 @@ def record_block(
         shutil.rmtree(logdir, ignore_errors=True)
         for p in (hints_file, Path(str(hints_file) + ".log")):
             p.unlink(missing_ok=True)
+
+
+def _checked(cmd: list[str], out: Path) -> tuple[Path, list[str], loopdev.Outputs]:
+    """Before anything is set up: the shim, the command and the machine checked (one-line errors);
+    the shim's path, the command as it runs in the mount point and the outputs of ``out``."""
+    shim = runner.shim_path()
+    runner.check_command(cmd)
+    loopdev.check_environment(tracefs=False)
+    # CMD runs in the mount point: a program named by a relative path is taken from here.
+    if "/" in cmd[0] and not os.path.isabs(cmd[0]):
+        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
+    outputs = loopdev.Outputs.at(out)
+    if out.suffix != ".parquet" and out.exists() and not out.is_dir():
+        raise CliError(
+            f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
+        )
+    return shim, cmd, outputs
 
 
 def add_live(
