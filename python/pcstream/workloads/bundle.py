@@ -163,13 +163,7 @@ def record_suite(
     assert modes, "at least one discard mode"
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir)
-    # Failures of recipes not run this time stay listed (`--only` re-runs some); a recipe run
-    # again is listed only if it fails again.
-    failed: dict[str, str] = {
-        stem: why
-        for stem, why in manifest.get("failed", {}).items()
-        if not any(stem == n or stem.startswith(n + ".") for n in names)
-    }
+    failed = kept_failures(manifest, names)
     for i, name in enumerate(names, 1):
         r = RECIPES[name]
         head = f"[{i}/{len(names)}] {name}"
@@ -220,9 +214,24 @@ def record_suite(
         # traces it did replace.
         save_manifest(out_dir, manifest, failed)
     save_manifest(out_dir, manifest, failed)
+    warn_budget(manifest, say)
+    return manifest
+
+
+def kept_failures(manifest: dict[str, Any], names: tuple[str, ...]) -> dict[str, str]:
+    """The failures of the manifest that stay listed: those of recipes not run this time
+    (``--only`` re-runs some); a recipe run again is listed only if it fails again."""
+    return {
+        stem: why
+        for stem, why in manifest.get("failed", {}).items()
+        if not any(stem == n or stem.startswith(n + ".") for n in names)
+    }
+
+
+def warn_budget(manifest: dict[str, Any], say: Callable[[str], None]) -> None:
+    """Say so when the bundle weighs more than :data:`BUDGET`."""
     if manifest["total_bytes"] > BUDGET:
         say(
             f"warning: the bundle weighs {manifest['total_bytes'] / 1e6:.1f} MB, above the "
             f"{BUDGET / 1e6:.0f} MB budget: shorten the largest recipes"
         )
-    return manifest
