@@ -60,6 +60,7 @@ from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
 from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer
 from pcstream.groundtruth.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
 from pcstream.groundtruth.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
+from pcstream.record import runner
 from pcstream.units import PAGE_BYTES
 
 # sysexits.h EX_NOPERM: the run needs root.
@@ -315,7 +316,7 @@ def capture(
         image = _Image(work / "ext4.img", capacity_pages, mount_opts)
         done = _run_on_image(cmd, image, kind, outputs, raw, run, age, say)
         files = convert_files()
-        source = source or "pcstream record --block " + " ".join(cmd)
+        source = source or f"{runner.SOURCE_VERB_BLOCK} " + " ".join(cmd)
         trace = _block_trace(kind, done, outputs, raw, capacity_pages, source, say)
     finally:
         shutil.rmtree(work, ignore_errors=True)
