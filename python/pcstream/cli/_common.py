@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pcstream import diagnose, units
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.errors import EXIT_FAILURE, EXIT_OK, report, require_file
 from pcstream.report.data import BASELINE
 
@@ -100,7 +100,7 @@ def json_option(f: F) -> F:
 
 def aging_options(f: F) -> F:
     """--age SHARE, --age-seed N, --age-churn ROUNDS (the verb gets ``age``, ``age_seed``,
-    ``age_churn``; build a :class:`pcstream.mapping.Aging` from them)."""
+    ``age_churn``; build a :class:`pcstream.aging.Aging` from them)."""
     f = click.option(
         "--age-churn",
         type=click.IntRange(min=0),

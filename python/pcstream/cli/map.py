@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from pcstream import mapping
+from pcstream import mapstage
+from pcstream.aging import Aging
 from pcstream.cli._common import (
     SIZE,
     SIZE_HELP,
@@ -40,7 +41,9 @@ cold data and exclude from every figure."""
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(label, " / ".join(fmt(v) for v in values)) for label, values in mapping.summary_figures(summary)]
+    return [
+        (label, " / ".join(fmt(v) for v in values)) for label, values in mapstage.summary_figures(summary)
+    ]
 
 
 @click.command(
@@ -54,7 +57,7 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
 @click.option(
     "--capacity",
     type=SIZE,
-    default=mapping.DEFAULT_CAPACITY,
+    default=mapstage.DEFAULT_CAPACITY,
     show_default=True,
     help=f"File-system size: {SIZE_HELP}.",
 )
@@ -93,14 +96,14 @@ def command(
     require_file(file_trace, "file-level trace")
     prepare_output(out, [file_trace])
     with progress_bar("map", unit="events") as progress:
-        summary = mapping.map_trace(
+        summary = mapstage.map_trace(
             file_trace,
             out,
             capacity,
             mount_opts,
             device,
             progress=progress,
-            age=mapping.Aging(age, age_seed, age_churn),
+            age=Aging(age, age_seed, age_churn),
         )
     if as_json:
         print_json(summary)

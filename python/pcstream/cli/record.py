@@ -7,9 +7,11 @@ from pathlib import Path
 
 import click
 
-from pcstream import mapping
+from pcstream import compose
+from pcstream.aging import Aging
 from pcstream.cli._common import SIZE, SIZE_HELP, aging_options, epilog, resolve_ssd, ssd_option
-from pcstream.record import blockcapture, filetrace
+from pcstream.groundtruth import loopdev
+from pcstream.record import runner, shimrun
 
 BLOCK_DEFAULT_OUT = "record-block"
 BLOCK_DEFAULT_CAPACITY = "1GiB"
@@ -42,7 +44,7 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
 )
 @click.option(
     "--method",
-    type=click.Choice(filetrace.METHODS),
+    type=click.Choice(shimrun.METHODS),
     default="auto",
     show_default=True,
     help="Stack walk for the PC signature: frame pointers, libunwind, stack scan, or auto.",
@@ -154,14 +156,14 @@ def command(
             raise click.UsageError("--keep-logs is not supported with --block")
         where = Path(output or BLOCK_DEFAULT_OUT)
         pages = capacity if capacity is not None else SIZE.convert(BLOCK_DEFAULT_CAPACITY, None, None)
-        for early in filetrace.early_warnings(list(cmd), filetrace.shim_path()):
+        for early in runner.early_warnings(list(cmd), runner.shim_path()):
             warn(early)
-        status, summary = blockcapture.record_block(
+        status, summary = compose.record_block(
             list(cmd), where, pages, method, frames, mount_opts, symbols=symbols, coalesce=coalesce,
-            symbol_dirs=dirs, age=mapping.Aging(age, age_seed, age_churn) if age is not None else None,
+            symbol_dirs=dirs, age=Aging(age, age_seed, age_churn) if age is not None else None,
             table=Path(table) if table else None, ssd=resolve_ssd(ssd),
         )  # fmt: skip
-        click.echo(blockcapture.summary_line(blockcapture.Outputs.at(where), summary), err=True)
+        click.echo(loopdev.summary_line(loopdev.Outputs.at(where), summary), err=True)
         if as_json:
             click.echo(json.dumps(summary, separators=(",", ":")))
         return status
@@ -170,7 +172,7 @@ def command(
     if table is not None or as_json:
         raise click.UsageError("--table and --json need --block (live hints without recording: pcstream run)")
     out = Path(output or "trace.parquet")
-    status, summary = filetrace.record(
+    status, summary = shimrun.record(
         list(cmd),
         out,
         method,
@@ -181,5 +183,5 @@ def command(
         symbol_dirs=dirs,
         say=warn,
     )
-    click.echo(filetrace.summary_line(out, summary), err=True)
+    click.echo(shimrun.summary_line(out, summary), err=True)
     return status

@@ -7,21 +7,10 @@ and its mount options are described in docs/FSMODEL.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pcstream import api
-
-
-@dataclass(frozen=True)
-class Aging:
-    """How to age the file system before the trace: fill it with seeded cold files to ``share``
-    of its blocks (None: a fresh file system), after ``churn`` create/delete rounds."""
-
-    share: float | None
-    seed: int = 0
-    churn: int = 0
-
+from pcstream.aging import Aging
 
 # The SSD preset whose logical size is the default file-system size: 'pcstream simulate''s
 # default SSD, so a mapped trace fits it.
