@@ -111,7 +111,7 @@ pub fn run_trace(
     let with_death = registry::POLICIES
         .iter()
         .any(|p| p.name == opts.policy && p.sees.has(Attrs::DEATH));
-    crate::memory::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
+    crate::meminfo::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
     let mut sim = Simulator::new(cfg, opts).map_err(RunError::Sim)?;
     if let Some((t, label)) = table {
         if sim.policy_mut().save_state().is_none() {
