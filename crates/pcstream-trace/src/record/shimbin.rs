@@ -1,7 +1,7 @@
 //! The `.bin` shim log, one file's bytes: its 32-byte header and its 88-byte little-endian
 //! records (`struct pcshim_header`, `struct pcshim_record` of `shim/include/pcshim.h`), and the
-//! error a malformed log is. The indexing and merging of whole files ([`super::merge`]) and the
-//! reading of a log directory ([`super::shimlog`]) build on it.
+//! error a malformed log is. The indexing and merging of whole files (`merge`) and the reading
+//! of a log directory (`shimlog`) build on it; it uses neither.
 
 use thiserror::Error;
 

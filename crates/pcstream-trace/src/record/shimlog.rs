@@ -366,7 +366,10 @@ mod tests {
     #[test]
     fn bin_round_trip_and_torn_tail() {
         let dir = tempfile::tempdir().unwrap();
-        let recs = [record(2, 10), record(11, 20)];
+        let recs = [
+            record(FileOp::Write as u16, 10),
+            record(FileOp::Close as u16, 20),
+        ];
         write_bin(dir.path(), "42.1.bin", &recs, &[1, 2, 3]);
         std::fs::write(dir.path().join("42.1.txt"), "E 2\n").unwrap();
         let logs = read_dir(dir.path()).unwrap();
@@ -397,7 +400,8 @@ mod tests {
         std::fs::write(&p, h).unwrap();
         let e = read_dir(dir.path()).unwrap_err().to_string();
         assert!(e.contains("x.bin: byte 0: bad magic"), "{e}");
-        let p = write_bin(dir.path(), "x.bin", &[record(2, 1), record(99, 2)], &[]);
+        let write = record(FileOp::Write as u16, 1);
+        let p = write_bin(dir.path(), "x.bin", &[write, record(99, 2)], &[]); // 99: no op has it
         let e = crate::record::merge::index_bin(&p).unwrap_err().to_string();
         assert!(
             e.contains("byte 200") && e.contains("record 1: unknown op 99"),
@@ -440,7 +444,7 @@ mod tests {
             w.record(&ShimRecord {
                 pid,
                 tid: pid,
-                ..record(15, 5)
+                ..record(FileOp::Spawn as u16, 5)
             })
             .unwrap();
             if pid != 44 {
