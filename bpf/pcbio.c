@@ -185,7 +185,16 @@ static int fail_load(const char *what, int err)
     return 3;
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+struct args {
+    const char *out;
+    unsigned maj, min, rb_mib;
+    int have_dev, probe;
+};
+
+/* The command line into `a`: -1 to go on, else the exit status (0 after --help, 2 on a usage
+ * error, said on stderr). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
     static const struct option opts[] = {
         {"dev", required_argument, 0, 'd'},   {"output", required_argument, 0, 'o'},
@@ -193,38 +202,41 @@ int main(int argc, char **argv)
         {"verbose", no_argument, 0, 'v'},     {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *out = NULL;
-    unsigned maj = 0, min = 0, rb_mib = 8;
-    int have_dev = 0, probe = 0, c;
+    int c;
     while ((c = getopt_long(argc, argv, "d:o:b:pvh", opts, NULL)) != -1) {
         switch (c) {
         case 'd':
-            if (sscanf(optarg, "%u:%u", &maj, &min) != 2) {
+            if (sscanf(optarg, "%u:%u", &a->maj, &a->min) != 2) {
                 fprintf(stderr, "pcbio-capture: --dev %s: expected MAJ:MIN\n", optarg);
                 return 2;
             }
-            have_dev = 1;
+            a->have_dev = 1;
             break;
-        case 'o': out = optarg; break;
+        case 'o': a->out = optarg; break;
         case 'b':
-            rb_mib = (unsigned)strtoul(optarg, NULL, 10);
-            if (rb_mib == 0 || rb_mib > 1024 || (rb_mib & (rb_mib - 1))) {
+            a->rb_mib = (unsigned)strtoul(optarg, NULL, 10);
+            if (a->rb_mib == 0 || a->rb_mib > 1024 || (a->rb_mib & (a->rb_mib - 1))) {
                 fprintf(stderr, "pcbio-capture: --ringbuf-mib %s: a power of two from 1 to 1024\n", optarg);
                 return 2;
             }
             break;
-        case 'p': probe = 1; break;
+        case 'p': a->probe = 1; break;
         case 'v': g_verbose = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (!probe && (!have_dev || !out)) {
+    if (!a->probe && (!a->have_dev || !a->out)) {
         usage(stderr);
         return 2;
     }
-    libbpf_set_print(on_libbpf_print);
+    return -1;
+}
 
+/* Open the program, point it at the device, size its ring buffer, load and attach it: 0 with
+ * the skeleton in `*skel`, else the exit status (3, said on stderr). */
+static int open_program(const struct args *a, struct pcbio_bpf **skel_out)
+{
     /* --verbose: the verifier's whole log on stderr */
     static char vlog[1 << 22];
     LIBBPF_OPTS(bpf_object_open_opts, oo, .kernel_log_buf = g_verbose ? vlog : NULL,
@@ -232,8 +244,8 @@ int main(int argc, char **argv)
     struct pcbio_bpf *skel = pcbio_bpf__open_opts(&oo);
     if (!skel)
         return fail_load("cannot open the BPF program", errno ? errno : EINVAL);
-    skel->rodata->target_dev = (maj << 20) | min;
-    int err = bpf_map__set_max_entries(skel->maps.events, rb_mib << 20);
+    skel->rodata->target_dev = (a->maj << 20) | a->min;
+    int err = bpf_map__set_max_entries(skel->maps.events, a->rb_mib << 20);
     if (err)
         return fail_load("cannot size the ring buffer", -err);
     err = pcbio_bpf__load(skel);
@@ -248,36 +260,28 @@ int main(int argc, char **argv)
         pcbio_bpf__destroy(skel);
         return fail_load("cannot attach to tp_btf/block_bio_queue", -err);
     }
-    if (probe) {
-        pcbio_bpf__destroy(skel);
-        puts("ok");
-        return 0;
-    }
+    *skel_out = skel;
+    return 0;
+}
 
-    g_out = fopen(out, "wb");
-    if (!g_out) {
-        fprintf(stderr, "pcbio-capture: %s: cannot write (%s)\n", out, strerror(errno));
-        pcbio_bpf__destroy(skel);
-        return 4;
-    }
-    setvbuf(g_out, NULL, _IOFBF, 1 << 20);
-    g_out_fd = fileno(g_out);
+/* The file's first record. */
+static void put_header(const struct args *a)
+{
     struct pcbio_header h;
     memset(&h, 0, sizeof h);
     h.kind = PCBIO_KIND_HEADER;
     memcpy(h.magic, PCBIO_MAGIC, sizeof h.magic);
     h.version = PCBIO_VERSION;
     h.record_bytes = PCBIO_RECORD_BYTES;
-    h.dev = (maj << 20) | min;
-    h.ringbuf_bytes = rb_mib << 20;
+    h.dev = (a->maj << 20) | a->min;
+    h.ringbuf_bytes = a->rb_mib << 20;
     h.start_ns = now_ns();
     put(&h);
+}
 
-    struct ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_msg, NULL, NULL);
-    if (!rb) {
-        pcbio_bpf__destroy(skel);
-        return fail_load("cannot open the ring buffer", errno ? errno : EINVAL);
-    }
+/* Write what the program sends until SIGINT or SIGTERM, then stop it and take what is left. */
+static void capture(struct pcbio_bpf *skel, struct ring_buffer *rb)
+{
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -296,7 +300,11 @@ int main(int argc, char **argv)
     /* stop producing, then take what is left */
     pcbio_bpf__detach(skel);
     ring_buffer__consume(rb);
+}
 
+/* The file's last record, with the counts; returned to be printed. */
+static struct pcbio_end put_end(const struct pcbio_bpf *skel)
+{
     struct pcbio_end e;
     memset(&e, 0, sizeof e);
     e.kind = PCBIO_KIND_END;
@@ -307,6 +315,43 @@ int main(int argc, char **argv)
     e.truncated = g_truncated;
     e.stop_ns = now_ns();
     put(&e);
+    return e;
+}
+
+int main(int argc, char **argv)
+{
+    struct args a = {.rb_mib = 8};
+    int status = parse_args(argc, argv, &a);
+    if (status >= 0)
+        return status;
+    libbpf_set_print(on_libbpf_print);
+    struct pcbio_bpf *skel = NULL;
+    status = open_program(&a, &skel);
+    if (status)
+        return status;
+    if (a.probe) {
+        pcbio_bpf__destroy(skel);
+        puts("ok");
+        return 0;
+    }
+
+    g_out = fopen(a.out, "wb");
+    if (!g_out) {
+        fprintf(stderr, "pcbio-capture: %s: cannot write (%s)\n", a.out, strerror(errno));
+        pcbio_bpf__destroy(skel);
+        return 4;
+    }
+    setvbuf(g_out, NULL, _IOFBF, 1 << 20);
+    g_out_fd = fileno(g_out);
+    put_header(&a);
+
+    struct ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_msg, NULL, NULL);
+    if (!rb) {
+        pcbio_bpf__destroy(skel);
+        return fail_load("cannot open the ring buffer", errno ? errno : EINVAL);
+    }
+    capture(skel, rb);
+    struct pcbio_end e = put_end(skel);
     if (fclose(g_out) != 0 && !g_write_error)
         g_write_error = errno ? errno : EIO;
     ring_buffer__free(rb);
@@ -316,7 +361,7 @@ int main(int argc, char **argv)
            (unsigned long long)e.orphans, (unsigned long long)e.truncated);
     fflush(stdout);
     if (g_write_error) {
-        fprintf(stderr, "pcbio-capture: %s: writing failed (%s)\n", out, strerror(g_write_error));
+        fprintf(stderr, "pcbio-capture: %s: writing failed (%s)\n", a.out, strerror(g_write_error));
         return 4;
     }
     return 0;

@@ -35,6 +35,8 @@ from pcstream.record import runner
 NOT_SET, NONE, SHORT, MEDIUM, LONG, EXTREME = range(6)
 LEVELS = ("NOT_SET", "NONE", "SHORT", "MEDIUM", "LONG", "EXTREME")
 TABLE_POLICIES = ("pcstream", "pcstream-star")
+# The hints file and the live log are laid out in shim/include/pcshim.h (PCSHIM_HINTS_MAGIC,
+# struct pcshim_hints_header, struct pcshim_hint, the L and R lines): the shim's side of both.
 HINTS_MAGIC = b"PCHINTS1"
 # The signature method a table records when it was learned on a trace of `pcstream record`.
 KEY_SIGNATURE = "signature"
@@ -174,6 +176,7 @@ def resolve(path: str | Path, ssd: str = "paper", params: dict[str, str] | None 
 
 def write_hints(hints: Mapping[int, int], out: Path) -> None:
     """The shim's hint file: magic, count, then (signature, hint) pairs, little-endian u64."""
+    # "<II": pcshim_hints_header's count and reserved; "<QQ": one pcshim_hint (shim/include/pcshim.h).
     body = b"".join(struct.pack("<QQ", sig, h) for sig, h in sorted(hints.items()) if sig)
     out.write_bytes(HINTS_MAGIC + struct.pack("<II", len(body) // 16, 0) + body)
 
@@ -209,6 +212,7 @@ class LiveCounts:
 
 def read_live_log(path: Path) -> LiveCounts:
     """Sum the L lines of the live log and collect its R lines (missing file: nothing counted)."""
+    # "L <pid> <writes> <matched> <set> <rejected> <inodes>", "R <errno> <pid>": shim/include/pcshim.h.
     c = LiveCounts()
     pids = set()
     try:

@@ -1,6 +1,8 @@
 /* pcshim: LD_PRELOAD capture of the file writes of an unmodified program, with the program
  * context (PC signature) of each write. This header is the contract between the shim and the
- * converter (crates/pcstream-trace/src/shimlog.rs): it documents the files in the log directory.
+ * converter (crates/pcstream-trace/src/record/shimbin.rs for the .bin layout, record/shimlog.rs for
+ * the directory and the .txt lines): it documents the files in the log directory, and the two files
+ * of live hints shared with python/pcstream/live.py (the hints file and the live log, at the end).
  *
  * Environment (set by `pcstream record`, inherited through fork and exec):
  *   PCSHIM_DIR     absolute directory for the logs (required to record; without it and without
@@ -112,11 +114,53 @@ struct pcshim_record {
     uint32_t reserved; /* 0 */
 };
 
+/* ---------- live hints: the shim and python/pcstream/live.py ----------
+ *
+ * The hints file PCSHIM_HINTS names, written by live.py (write_hints) and read by the shim
+ * (shim/src/live.c) once at start; little-endian, no padding:
+ *   struct pcshim_hints_header   16 bytes: "PCHINTS1", u32 count, u32 reserved (0)
+ *   count x struct pcshim_hint   16 bytes each: u64 signature (never 0), u64 hint (0..5, enum
+ *                                rw_hint: 0 NOT_SET ... 5 EXTREME); live.py writes them sorted by
+ *                                signature, the shim does not rely on the order
+ * A file with another magic, more than PCSHIM_HINTS_MAX_COUNT entries, fewer entries than its
+ * count, a signature 0 or a hint above PCSHIM_HINTS_MAX_HINT is not used (the program runs
+ * without hints).
+ *
+ * The live log, <PCSHIM_HINTS> followed by PCSHIM_LIVE_LOG_SUFFIX, written by the shim and read
+ * by live.py (read_live_log): text, each line appended with one write, fields separated by one
+ * space, numbers in decimal:
+ *   L <pid> <writes> <matched> <set> <rejected> <inodes>\n   at the end of a process image (or an
+ *       exec) with something counted: write calls to regular files seen, those whose signature
+ *       is in the table, hints set, hints the kernel refused, inodes the program set a hint on
+ *       itself (left alone from then on)
+ *   R <errno> <pid>\n   the kernel or file system refused a hint with errno (once per errno and
+ *       process image)
+ */
+#define PCSHIM_HINTS_MAGIC "PCHINTS1"
+#define PCSHIM_HINTS_MAX_COUNT (1u << 24)
+#define PCSHIM_HINTS_MAX_HINT 5u /* RWH_WRITE_LIFE_EXTREME */
+#define PCSHIM_LIVE_LOG_SUFFIX ".log"
+
+struct pcshim_hints_header {
+    char magic[8];     /* PCSHIM_HINTS_MAGIC */
+    uint32_t count;    /* entries that follow */
+    uint32_t reserved; /* 0 */
+};
+
+struct pcshim_hint {
+    uint64_t sig;  /* PC signature (as in pcshim_record.pc) */
+    uint64_t hint; /* write-life hint set before a write with this signature */
+};
+
 #ifdef __cplusplus
 static_assert(sizeof(struct pcshim_record) == 88, "record layout");
+static_assert(sizeof(struct pcshim_hints_header) == 16, "hints header layout");
+static_assert(sizeof(struct pcshim_hint) == 16, "hint layout");
 #else
 _Static_assert(sizeof(struct pcshim_record) == 88, "record layout");
 _Static_assert(sizeof(struct pcshim_header) == 32, "header layout");
+_Static_assert(sizeof(struct pcshim_hints_header) == 16, "hints header layout");
+_Static_assert(sizeof(struct pcshim_hint) == 16, "hint layout");
 #endif
 
 #endif

@@ -2,19 +2,14 @@
  * shim.h): their table, what was recorded through each (its logical end `acc`), and the safety
  * net: at close, dup2/dup3 over an fd, lseek, exec, fork and exit, a file position beyond `acc` on
  * an exclusive description is recorded as written (flags PCSHIM_VIA_RECOVERED, at the offsets the
- * bytes occupy, pc = that call's path). Also the fds a process image inherits, learnt at start
- * (their accounting starts at their file position; fds sharing one description are grouped).
- * The streams' share of `acc` is stdio_acct.c's. */
+ * bytes occupy, pc = that call's path). The fds referring to them, and the walks over every
+ * description (net_all, desc_share_all, the inherited fds), are fdtable.c's. The streams' share
+ * of `acc` is stdio_acct.c's. */
 #include "shim.h"
-
-#ifndef KCMP_FILE
-#define KCMP_FILE 0
-#endif
 
 static struct desc g_descs[MAX_DESCS];
 static atomic_int g_desc_hint;
 static atomic_int g_desc_full;
-static atomic_uint g_gen;
 static TLS int t_tid;
 
 static int my_tid(void)
@@ -90,8 +85,10 @@ int64_t desc_end(int fd, struct desc *d)
 
 static void rec_gap(int fd, const struct desc *d, int64_t from, int64_t to, struct pc_once *pc)
 {
-    push_record(PCSHIM_OP_WRITE, fd, (uint64_t)from, (uint64_t)(to - from), PCSHIM_VIA_RECOVERED, d->dev, d->ino,
-                d->path, 0, pc);
+    push_record(&(struct pcshim_record){.op = PCSHIM_OP_WRITE, .fd = fd, .offset = (uint64_t)from,
+                                        .len = (uint64_t)(to - from), .flags = PCSHIM_VIA_RECOVERED, .dev = d->dev,
+                                        .ino = d->ino, .path = d->path},
+                pc);
 }
 
 /* A write of n bytes through fd's file position just ended at `cur`. On an exclusive description
@@ -156,96 +153,12 @@ void net_check(int fd, struct desc *d, int pending, struct pc_once *pc)
     desc_unlock(d);
 }
 
-/* Every tracked description once (exec, fork, exit). */
-void net_all(int pending)
-{
-    struct pc_once pc = {0, 0, 0};
-    uint32_t gen = atomic_fetch_add(&g_gen, 1) + 1;
-    int hi = atomic_load(&g_fd_hi);
-    for (int fd = 0; fd <= hi && fd < MAX_FDS; fd++) {
-        struct desc *d = atomic_load_explicit(&g_fds[fd].d, memory_order_relaxed);
-        if (!d || atomic_load_explicit(&g_fds[fd].state, memory_order_relaxed) != 1 || d->gen == gen)
-            continue;
-        d->gen = gen;
-        net_check(fd, d, pending, &pc);
-    }
-}
-
-/* fork, posix_spawn: another process now shares these descriptions (only the inheritable ones
- * for a spawn: close-on-exec fds end at its exec); their file positions no longer tell what this
- * process wrote. */
-void desc_share_all(int only_inheritable)
-{
-    int hi = atomic_load(&g_fd_hi);
-    for (int fd = 0; fd <= hi && fd < MAX_FDS; fd++) {
-        struct desc *d = atomic_load_explicit(&g_fds[fd].d, memory_order_relaxed);
-        if (!d || !(atomic_load(&d->flags) & (D_EXCL | D_OWN)))
-            continue;
-        if (only_inheritable && (sc(SYS_fcntl, fd, F_GETFD, 0, 0) & FD_CLOEXEC))
-            continue;
-        atomic_fetch_and(&d->flags, ~(uint32_t)(D_EXCL | D_OWN));
-    }
-}
-
 /* In a forked child: locks held by threads that do not exist here are free. */
 void desc_after_fork_child(void)
 {
     t_tid = 0;
     for (int i = 0; i < MAX_DESCS; i++)
         atomic_store(&g_descs[i].lock, 0);
-}
-
-/* ---------- inherited fds ---------- */
-/* Two fds of one file opened for writing: one description (kcmp; without it, the same flags and
- * position are taken as one, which is what a shell's 2>&1 makes). */
-static int same_description(int a, int b)
-{
-    long pid = (long)g_pid;
-    RESOLVE(syscall);
-    long r = real_syscall(SYS_kcmp, pid, pid, (long)KCMP_FILE, (long)a, (long)b, 0L);
-    if (r >= 0)
-        return r == 0;
-    return sc(SYS_fcntl, a, F_GETFL, 0, 0) == sc(SYS_fcntl, b, F_GETFL, 0, 0) &&
-           sc(SYS_lseek, a, 0, SEEK_CUR, 0) == sc(SYS_lseek, b, 0, SEEK_CUR, 0);
-}
-
-/* At start: every fd the image inherited (a shell's redirections, a parent's files), learnt with
- * its file position as the start of its accounting. */
-void learn_inherited(void)
-{
-    int dfd = (int)sc(SYS_openat, AT_FDCWD, (long)"/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (dfd < 0)
-        return;
-    int fds[256], n = 0;
-    char buf[4096];
-    long got;
-    while ((got = sc(SYS_getdents64, dfd, (long)buf, sizeof buf, 0)) > 0) {
-        for (long at = 0; at < got;) {
-            struct dirent64 *de = (struct dirent64 *)(buf + at);
-            at += de->d_reclen;
-            if (de->d_name[0] < '0' || de->d_name[0] > '9')
-                continue;
-            int fd = atoi(de->d_name);
-            if (fd != dfd && !is_our_fd(fd) && n < 256)
-                fds[n++] = fd;
-        }
-    }
-    sc(SYS_close, dfd, 0, 0, 0);
-    for (int i = 0; i < n; i++) {
-        struct fdinfo *e = fd_learn(fds[i]);
-        struct desc *d = e ? atomic_load(&e->d) : NULL;
-        if (!d)
-            continue;
-        for (int j = 0; j < i; j++) {
-            struct desc *o = atomic_load(&g_fds[fds[j]].d);
-            if (o && o != d && o->dev == d->dev && o->ino == d->ino && same_description(fds[j], fds[i])) {
-                atomic_fetch_add(&o->refs, 1);
-                atomic_store(&e->d, o);
-                desc_release(d);
-                break;
-            }
-        }
-    }
 }
 
 /* "W unplaced: <bytes> <path>: <why>", once per fd and reason. */

@@ -37,8 +37,11 @@ void rec_iocbs(struct iocb **cbs, long n)
         struct fdinfo *e = fd_get(fd);
         if (!e || (op == PCSHIM_OP_WRITE && len == 0))
             continue;
-        push_record(op, fd, op == PCSHIM_OP_WRITE ? (uint64_t)cb->aio_offset : 0, len,
-                    op == PCSHIM_OP_WRITE ? PCSHIM_VIA_AIO : 0, e->dev, e->ino, e->path, 0, &pc);
+        push_record(&(struct pcshim_record){.op = op, .fd = fd,
+                                            .offset = op == PCSHIM_OP_WRITE ? (uint64_t)cb->aio_offset : 0,
+                                            .len = len, .flags = op == PCSHIM_OP_WRITE ? PCSHIM_VIA_AIO : 0,
+                                            .dev = e->dev, .ino = e->ino, .path = e->path},
+                    &pc);
     }
 }
 

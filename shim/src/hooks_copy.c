@@ -1,6 +1,6 @@
 /* hooks_copy.c: kernel copies into a file: copy_file_range (flags PCSHIM_VIA_COPY), sendfile and
  * sendfile64 (PCSHIM_VIA_SENDFILE), splice (PCSHIM_VIA_SPLICE). Only regular destination files
- * are recorded (rec_write, record.c); copies into pipes or sockets record nothing. */
+ * are recorded (rec_write, rec.c); copies into pipes or sockets record nothing. */
 #include "shim.h"
 
 /* ---------- copies into a file ---------- */

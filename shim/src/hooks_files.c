@@ -3,7 +3,7 @@
  * renameat, renameat2, truncate(64), ftruncate(64), fallocate(64), fsync, fdatasync,
  * sync_file_range, the fd tracking of dup, dup2, dup3 (the safety net on the fd replaced) and
  * fcntl(64) (F_DUPFD, F_SETFL; F_SET_RW_HINT recorded as a set_hint), and lseek(64). The fd table
- * is record.c's, descriptions and the net account.c's; fopen and fclose are in hooks_stdio.c
+ * is fdtable.c's, descriptions and the net account.c's; fopen and fclose are in hooks_stdio.c
  * (fopen ends in after_open, here). */
 #include "shim.h"
 
@@ -15,7 +15,9 @@ static void rec_open(int fd, int flags)
     if (info && g_live)
         live_opened(info->dev, info->ino);
     if (info)
-        add_record(PCSHIM_OP_OPEN, fd, 0, 0, (uint32_t)flags, info->dev, info->ino, info->path, 0, 1);
+        add_record(&(struct pcshim_record){.op = PCSHIM_OP_OPEN, .fd = fd, .flags = (uint32_t)flags,
+                                           .dev = info->dev, .ino = info->ino, .path = info->path},
+                   1);
 }
 
 void after_open(int fd, int flags) { RECORD_IF(fd >= 0, rec_open(fd, flags)); }
@@ -24,7 +26,8 @@ void after_open(int fd, int flags) { RECORD_IF(fd >= 0, rec_open(fd, flags)); }
  * the safety net (what its streams still hold will not reach this file: not counted). */
 static void net_last(int fd)
 {
-    struct desc *d = fd >= 0 && fd < MAX_FDS && atomic_load(&g_fds[fd].state) == 1 ? atomic_load(&g_fds[fd].d) : NULL;
+    int tracked = fd >= 0 && fd < MAX_FDS && atomic_load(&g_fds[fd].state) == FD_TRACKED;
+    struct desc *d = tracked ? atomic_load(&g_fds[fd].d) : NULL;
     if (d && atomic_load(&d->refs) == 1) {
         struct pc_once pc = {0, 0, 0};
         net_check(fd, d, 0, &pc);
@@ -159,7 +162,9 @@ static void rec_truncate(const char *p, off_t len)
     struct stat st;
     char abs[PATH_MAX];
     if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && abs_path(AT_FDCWD, p, abs, sizeof abs) == 0)
-        add_record(PCSHIM_OP_TRUNCATE, -1, (uint64_t)len, 0, 0, st.st_dev, st.st_ino, intern_path(abs), 0, 1);
+        add_record(&(struct pcshim_record){.op = PCSHIM_OP_TRUNCATE, .fd = -1, .offset = (uint64_t)len,
+                                           .dev = st.st_dev, .ino = st.st_ino, .path = intern_path(abs)},
+                   1);
 }
 
 #define TRUNCATE_HOOK(name)                                                 \
@@ -220,30 +225,7 @@ EXPORT int sync_file_range(int fd, off_t off, off_t n, unsigned int flags)
     return r;
 }
 
-/* ---------- dup, fcntl: fd tracking only ---------- */
-/* `to` now refers to from's description. */
-static void copy_fd(int from, int to)
-{
-    if (to < 0 || to >= MAX_FDS)
-        return;
-    if (from >= 0 && from < MAX_FDS && atomic_load(&g_fds[from].state) == 1) {
-        fd_forget(to);
-        g_fds[to].dev = g_fds[from].dev;
-        g_fds[to].ino = g_fds[from].ino;
-        g_fds[to].path = g_fds[from].path;
-        struct desc *d = atomic_load(&g_fds[from].d);
-        if (d)
-            atomic_fetch_add(&d->refs, 1);
-        atomic_store(&g_fds[to].d, d);
-        int hi = atomic_load(&g_fd_hi);
-        while (to > hi && !atomic_compare_exchange_weak(&g_fd_hi, &hi, to))
-            ;
-        atomic_store(&g_fds[to].state, 1);
-    } else {
-        fd_forget(to);
-    }
-}
-
+/* ---------- dup, fcntl: fd tracking only (fd_copy: `to` now refers to from's description) ---------- */
 /* Before the program takes fd number `fd` (dup2/dup3 target): move a log file (or the live log)
  * out of the way. */
 static void vacate(int fd)
@@ -266,7 +248,7 @@ EXPORT int dup(int fd)
     RESOLVE(dup);
     int r = real_dup(fd);
     if (r >= 0)
-        copy_fd(fd, r);
+        fd_copy(fd, r);
     return r;
 }
 
@@ -284,7 +266,7 @@ EXPORT int dup2(int fd, int to)
     before_dup_over(fd, to);
     int r = real_dup2(fd, to);
     if (r >= 0 && fd != to)
-        copy_fd(fd, r);
+        fd_copy(fd, r);
     return r;
 }
 
@@ -295,7 +277,7 @@ EXPORT int dup3(int fd, int to, int flags)
     before_dup_over(fd, to);
     int r = real_dup3(fd, to, flags);
     if (r >= 0)
-        copy_fd(fd, r);
+        fd_copy(fd, r);
     return r;
 }
 
@@ -304,7 +286,7 @@ EXPORT int dup3(int fd, int to, int flags)
 static void after_fcntl(int fd, int cmd, void *arg, int r)
 {
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
-        copy_fd(fd, r);
+        fd_copy(fd, r);
     } else if (cmd == F_SET_RW_HINT && arg) {
         /* the program's own hint wins: live hints leave the inode alone from now on */
         RECORD_IF(1, if (g_live) live_owned(fd); rec_fd(PCSHIM_OP_SET_HINT, fd, *(const uint64_t *)arg, 0, 0, 1));

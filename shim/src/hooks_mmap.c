@@ -253,8 +253,10 @@ static void rec_msync(void *addr, size_t len)
     pthread_mutex_unlock(&g_map_mu);
     struct pc_once pc = {0, 0, 0};
     for (int i = 0; i < n; i++)
-        push_record(PCSHIM_OP_WRITE, -1, hit[i].off, hit[i].hi - hit[i].lo, PCSHIM_VIA_MSYNC, hit[i].dev, hit[i].ino,
-                    hit[i].path, 0, &pc);
+        push_record(&(struct pcshim_record){.op = PCSHIM_OP_WRITE, .fd = -1, .offset = hit[i].off,
+                                            .len = hit[i].hi - hit[i].lo, .flags = PCSHIM_VIA_MSYNC,
+                                            .dev = hit[i].dev, .ino = hit[i].ino, .path = hit[i].path},
+                    &pc);
 }
 
 EXPORT int msync(void *addr, size_t len, int flags)

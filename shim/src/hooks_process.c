@@ -12,7 +12,8 @@
 /* In the parent: a fork record (offset = child pid). The child's logs are atfork_child's. */
 void rec_fork(pid_t child)
 {
-    RECORD_IF(child > 0, add_record(PCSHIM_OP_FORK, -1, (uint64_t)child, 0, 0, 0, 0, 0, 0, 1));
+    RECORD_IF(child > 0, add_record(&(struct pcshim_record){.op = PCSHIM_OP_FORK, .fd = -1, .offset = (uint64_t)child},
+                                    1));
     if (child > 0 && g_active)
         desc_share_all(0); /* the child shares every description now */
 }
@@ -50,7 +51,7 @@ static void rec_exec(int dirfd, const char *p, int search)
 {
     check_static(dirfd, p, search, NULL);
     net_all(0);
-    add_record(PCSHIM_OP_EXEC, -1, 0, 0, 0, 0, 0, program_path(dirfd, p), 0, 1);
+    add_record(&(struct pcshim_record){.op = PCSHIM_OP_EXEC, .fd = -1, .path = program_path(dirfd, p)}, 1);
     flush_all(0);
     end_line(); /* if exec fails, later records still reach the same files */
     live_finish();
@@ -247,8 +248,10 @@ static void before_spawn(const char *p, int search) { RECORD_IF(1, check_static(
         int r = real_##name(&child, p, fa, attr, argv, FIXED(envp));        \
         if (r == 0 && pid)                                                  \
             *pid = child;                                                   \
-        RECORD_IF(r == 0, add_record(PCSHIM_OP_SPAWN, -1, (uint64_t)child, 0, 0, 0, 0, \
-                                     program_path(AT_FDCWD, p), 0, 1));     \
+        RECORD_IF(r == 0, add_record(&(struct pcshim_record){.op = PCSHIM_OP_SPAWN, .fd = -1, \
+                                                             .offset = (uint64_t)child,         \
+                                                             .path = program_path(AT_FDCWD, p)}, \
+                                     1));                                   \
         if (r == 0 && g_active) {                                           \
             int e_ = errno;                                                 \
             desc_share_all(1);                                              \

@@ -1,6 +1,6 @@
 /* hooks_write.c: the write family (write, pwrite, pwrite64, writev, pwritev, pwritev64, pwritev2),
  * the hot path: each is WRITE_HOOK (shim.h) with its own parameters and real call; the record is
- * rec_write's (record.c). Writes that reach a file another way are in hooks_stdio.c, hooks_mmap.c
+ * rec_write's (rec.c). Writes that reach a file another way are in hooks_stdio.c, hooks_mmap.c
  * (msync), hooks_aio.c, hooks_copy.c and hooks_syscall.c. */
 #include "shim.h"
 

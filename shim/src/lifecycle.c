@@ -39,7 +39,7 @@ void on_exit_flush(int status, int record)
         stdio_all();
         net_all(1);
         g_exit_recorded = 1;
-        add_record(PCSHIM_OP_EXIT, -1, (uint64_t)(uint32_t)status, 0, 0, 0, 0, 0, 0, 0);
+        add_record(&(struct pcshim_record){.op = PCSHIM_OP_EXIT, .fd = -1, .offset = (uint64_t)(uint32_t)status}, 0);
     }
     flush_all(0);
     t_guard = was;
@@ -112,7 +112,10 @@ void finish(int status, int record, int streams)
     net_all(streams);
     if (!g_exit_recorded) {
         /* flags = 1: return from main (exit inside libc is not interposable), status unknown */
-        add_record(PCSHIM_OP_EXIT, -1, record ? (uint64_t)(uint32_t)status : 0, 0, record ? 0 : 1, 0, 0, 0, 0, 0);
+        add_record(&(struct pcshim_record){.op = PCSHIM_OP_EXIT, .fd = -1,
+                                           .offset = record ? (uint64_t)(uint32_t)status : 0,
+                                           .flags = record ? 0 : 1},
+                   0);
         g_exit_recorded = 1;
     }
     mmap_final_warnings();

@@ -4,12 +4,9 @@
  * fcntl(F_SET_RW_HINT) when it differs from the one this process last set on that inode. A hint
  * the program sets itself wins: the inode is left alone from then on. A hint the kernel or the
  * file system rejects marks the inode too (one R line per errno). At the end of the process
- * image one L line of counts goes to the live log (<PCSHIM_HINTS>.log), appended with one write:
- *   L <pid> <writes> <matched> <set> <rejected> <inodes>
- *   R <errno> <pid>
- * writes: write calls to regular files seen; matched: those whose PC is in the table; set: hints
- * set; rejected: hints the kernel refused; inodes: inodes the program set a hint on itself.
- * The table file: "PCHINTS1", u32 count, u32 reserved, then count x (u64 signature, u64 hint). */
+ * image one L line of counts goes to the live log (<PCSHIM_HINTS>.log), appended with one write,
+ * and one R line per errno the kernel refused a hint with. The layouts of the table file and of
+ * the live log (shared with python/pcstream/live.py) are in include/pcshim.h. */
 #include "shim.h"
 
 #define LIVE_INODES 16384 /* inode cache slots (power of two) */
@@ -17,11 +14,6 @@
 /* I_STALE: a hint was set on an inode of this number, but it has been opened since and may be a
  * new file that reuses the number (a new inode starts with NOT_SET): set the hint again. */
 enum { I_EMPTY = 0, I_SET = 1, I_OWNED = 2, I_REJECTED = 3, I_STALE = 4 };
-
-struct hint_slot {
-    uint64_t sig;
-    uint64_t hint;
-};
 
 struct inode_slot {
     uint64_t dev, ino;
@@ -31,7 +23,7 @@ struct inode_slot {
 
 int g_live;
 char g_env_hints[PATH_MAX + 16];
-static struct hint_slot *g_hints;
+static struct pcshim_hint *g_hints; /* open addressing by mix64(sig); sig 0: empty */
 static uint64_t g_hint_mask;
 static struct inode_slot *g_inodes;
 static atomic_flag g_inode_lock = ATOMIC_FLAG_INIT;
@@ -40,12 +32,12 @@ static atomic_ullong g_writes, g_matched, g_set, g_rejected, g_owned;
 static _Atomic int g_rejected_errno[4];
 
 /* Load the table at `path` (called by the constructor); 0 if the table cannot be used (then the
- * live log gets an X line and the process runs without hints). */
+ * process runs without hints). */
 int live_load(const char *path)
 {
     char logp[PATH_MAX + 8];
     size_t k = put_str(logp, 0, sizeof logp - 1, path);
-    k = put_str(logp, k, sizeof logp - 1, ".log");
+    k = put_str(logp, k, sizeof logp - 1, PCSHIM_LIVE_LOG_SUFFIX);
     logp[k] = 0;
     int lf = (int)sc(SYS_openat, AT_FDCWD, (long)logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (lf >= 0) {
@@ -59,16 +51,13 @@ int live_load(const char *path)
     int fd = (int)sc(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return 0;
-    struct {
-        char magic[8];
-        uint32_t count, reserved;
-    } h;
-    int ok = sc(SYS_read, fd, (long)&h, sizeof h, 0) == (long)sizeof h && !memcmp(h.magic, "PCHINTS1", 8) &&
-             h.count <= (1u << 24);
+    struct pcshim_hints_header h;
+    int ok = sc(SYS_read, fd, (long)&h, sizeof h, 0) == (long)sizeof h &&
+             !memcmp(h.magic, PCSHIM_HINTS_MAGIC, sizeof h.magic) && h.count <= PCSHIM_HINTS_MAX_COUNT;
     uint64_t slots = 16;
     while (ok && slots < 2 * (uint64_t)h.count)
         slots <<= 1;
-    void *mem = ok ? mmap(NULL, slots * sizeof(struct hint_slot) + LIVE_INODES * sizeof(struct inode_slot),
+    void *mem = ok ? mmap(NULL, slots * sizeof(struct pcshim_hint) + LIVE_INODES * sizeof(struct inode_slot),
                           PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
                    : MAP_FAILED;
     if (mem == MAP_FAILED) {
@@ -77,10 +66,10 @@ int live_load(const char *path)
     }
     g_hints = mem;
     g_hint_mask = slots - 1;
-    g_inodes = (struct inode_slot *)((char *)mem + slots * sizeof(struct hint_slot));
+    g_inodes = (struct inode_slot *)((char *)mem + slots * sizeof(struct pcshim_hint));
     for (uint32_t i = 0; ok && i < h.count; i++) {
-        struct hint_slot e;
-        if (sc(SYS_read, fd, (long)&e, sizeof e, 0) != (long)sizeof e || e.sig == 0 || e.hint > 5) {
+        struct pcshim_hint e;
+        if (sc(SYS_read, fd, (long)&e, sizeof e, 0) != (long)sizeof e || e.sig == 0 || e.hint > PCSHIM_HINTS_MAX_HINT) {
             ok = 0;
             break;
         }

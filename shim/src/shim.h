@@ -21,10 +21,13 @@
  *   modules.c        module table (executable segments, build ids, frame-pointer verdicts) and the
  *                    dlopen/dlclose hooks that mark it stale
  *   stackwalk.c      fp / scan / unwind / auto walkers, the signature and its S/F lines
- *   record.c         records, the fd table, the rec_* helpers of the hooks
+ *   record.c         records: the time, ids and PC filled in, into the thread's buffer; the guard
  *   account.c        open file descriptions: what was recorded through each (its logical end),
- *                    the safety net (position beyond it at close, dup2, exec, fork, exit), the
- *                    inherited fds learnt at start
+ *                    the safety net (position beyond it at close, dup2, exec, fork, exit)
+ *   fdtable.c        the fd table (fd -> file, description), the walks over every description
+ *                    (exec, fork, exit) and the inherited fds learnt at start
+ *   rec.c            the rec_* helpers of the hooks: fd table, then accounting, then the record
+ *                    (record.c <- account.c <- fdtable.c <- rec.c: each uses only those before it)
  *   stdio_acct.c     what a stream holds (glibc's FILE read directly, wide characters by their
  *                    multibyte length), the streams each description remembers, their growth
  *   stdio_obs.c      stdio accounting: a stream's bytes recorded at each observation point (the
@@ -334,8 +337,15 @@ struct desc {
     struct sslot s[DESC_STREAMS];
 };
 
+/* What the shim knows of an fd (struct fdinfo's state). */
+enum fd_state {
+    FD_UNKNOWN = 0, /* not seen yet, or closed: learnt at its next use */
+    FD_TRACKED = 1, /* a regular file: dev, ino, path (and its description if opened for writing) */
+    FD_IGNORED = 2, /* not a regular file (pipe, socket, tty, device): never recorded */
+};
+
 struct fdinfo {
-    _Atomic uint8_t state; /* 0 unknown, 1 tracked regular file, 2 ignored */
+    _Atomic uint8_t state; /* enum fd_state */
     uint64_t dev, ino, path;
     struct desc *_Atomic d; /* tracked and opened for writing: its description, else NULL */
 };
@@ -367,10 +377,10 @@ extern atomic_ullong g_records;
 extern _Atomic(uint64_t) g_seen_sig[SEEN_SLOTS];
 extern struct tbuf *_Atomic g_threads[MAX_THREADS];
 extern TLS struct tbuf *t_buf;
-/* record.c: the fd table and the re-entrancy guard */
+/* record.c: the re-entrancy guard; fdtable.c: the fd table */
+extern TLS int t_guard;
 extern struct fdinfo g_fds[MAX_FDS];
 extern atomic_int g_fd_hi;
-extern TLS int t_guard;
 /* lifecycle.c: the process image ended (finish): nothing more is recorded */
 extern atomic_int g_finished;
 /* lifecycle.c: logs are written (PCSHIM_DIR set); live.c: hints are set (PCSHIM_HINTS loaded) */
@@ -409,15 +419,21 @@ struct segtab *segs(void);
 struct seg *find_seg(struct segtab *t, uintptr_t a);
 /* stackwalk.c */
 uint64_t signature(struct tbuf *b, uint16_t *nframes);
-/* record.c */
-void push_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
-                 uint64_t path, uint64_t aux, struct pc_once *pc);
-void add_record(int op, int fd, uint64_t offset, uint64_t len, uint32_t flags, uint64_t dev, uint64_t ino,
-                uint64_t path, uint64_t aux, int want_pc);
+/* record.c: `r` is what is recorded, as a compound literal at the call (`&(struct
+ * pcshim_record){.op = PCSHIM_OP_WRITE, .fd = fd, ...}`); push_record fills in the time, pid,
+ * tid and PC. */
+void push_record(struct pcshim_record *r, struct pc_once *pc);
+void add_record(struct pcshim_record *r, int want_pc);
+/* fdtable.c */
 struct fdinfo *fd_learn(int fd);
 struct fdinfo *fd_opened(int fd, int oflags);
 struct fdinfo *fd_get(int fd);
 void fd_forget(int fd);
+void fd_copy(int from, int to);
+void net_all(int pending);
+void desc_share_all(int only_inheritable);
+void learn_inherited(void);
+/* rec.c */
 void rec_fd(int op, int fd, uint64_t off, uint64_t len, uint32_t flags, int want_pc);
 void rec_write(int fd, int64_t off, ssize_t ret, uint32_t flags);
 void rec_write_pc(int fd, int64_t off, ssize_t ret, uint32_t flags, struct pc_once *pc);
@@ -431,9 +447,6 @@ void desc_unlock(struct desc *d);
 int64_t desc_end(int fd, struct desc *d);
 void desc_moved(int fd, struct desc *d, int64_t cur, int64_t n, struct pc_once *pc);
 void net_check(int fd, struct desc *d, int pending, struct pc_once *pc);
-void net_all(int pending);
-void desc_share_all(int only_inheritable);
-void learn_inherited(void);
 void desc_after_fork_child(void);
 void warn_unplaced(uint64_t bytes, int fd, const char *why);
 /* stdio_acct.c: what a stream holds; stdio_obs.c: an observation of a stream around a hooked call */

@@ -25,7 +25,9 @@ static void rec_bytes(struct obs *o, int64_t n, uint32_t flags)
 {
     struct desc *d = o->d;
     int64_t at = atomic_fetch_add(&d->acc, n);
-    push_record(PCSHIM_OP_WRITE, o->fd, (uint64_t)(at < 0 ? 0 : at), (uint64_t)n, flags, d->dev, d->ino, d->path, 0,
+    push_record(&(struct pcshim_record){.op = PCSHIM_OP_WRITE, .fd = o->fd, .offset = (uint64_t)(at < 0 ? 0 : at),
+                                        .len = (uint64_t)n, .flags = flags, .dev = d->dev, .ino = d->ino,
+                                        .path = d->path},
                 &o->pc);
 }
 

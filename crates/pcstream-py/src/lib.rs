@@ -8,7 +8,7 @@ use std::path::Path;
 use pcstream_core::placement::registry;
 use pcstream_core::{config, SimError, SimOptions, Simulator, SsdConfig};
 use pcstream_trace::map::aging::{self, AgingSpec};
-use pcstream_trace::run::run_with_table_file;
+use pcstream_trace::replay::run_with_table_file;
 use pcstream_trace::{generate_to_file, summarize, GenParams, RunError, TraceError};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -262,7 +262,7 @@ fn gen(
     }
     if kind == "lsm" {
         // The store keeps every key of its SSTs (4 B per page) and a free-slot set.
-        pcstream_trace::memory::check(
+        pcstream_trace::meminfo::check(
             p.capacity_pages.saturating_mul(8),
             &format!("gen lsm over {} pages", p.capacity_pages),
             "the store's keys and SST slots, up to 8 bytes per page",
@@ -272,7 +272,7 @@ fn gen(
     }
     if kind == "mix" {
         // The mix generator keeps a pool of file slots per region: at most one per page.
-        pcstream_trace::memory::check(
+        pcstream_trace::meminfo::check(
             p.capacity_pages.saturating_mul(16),
             &format!("gen mix over {} pages", p.capacity_pages),
             "the writers' pools of file slots, up to 16 bytes per page",

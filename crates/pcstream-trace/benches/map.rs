@@ -24,9 +24,11 @@ fn mix(n: usize) -> (Vec<FileEvent>, BTreeMap<u32, String>) {
         x ^= x << 17;
         x
     };
-    let mut size = vec![0u64; FILES as usize + 1];
-    let mut gen = vec![0u64; FILES as usize + 1];
-    let mut open = vec![false; FILES as usize + 1];
+    let mut files = Files {
+        size: vec![0; FILES as usize + 1],
+        gen: vec![0; FILES as usize + 1],
+        open: vec![false; FILES as usize + 1],
+    };
     let mut evs = Vec::with_capacity(n + 1);
     let mut t = 0u64;
     while evs.len() < n {
@@ -38,34 +40,61 @@ fn mix(n: usize) -> (Vec<FileEvent>, BTreeMap<u32, String>) {
             tid: 1000 + f % 16,
             fd: 3 + f as i32,
             dev: 1,
-            ino: f as u64 + 10_000 * gen[f as usize],
+            ino: f as u64 + 10_000 * files.gen[f as usize],
             path: f,
             pc: 1 + next() % 64,
             ..Default::default()
         };
-        if !open[f as usize] {
-            open[f as usize] = true;
+        files.step(f as usize, base, &mut next, &mut evs);
+    }
+    evs.truncate(n);
+    let paths = (1..=FILES)
+        .map(|i| (i, format!("/bench/dir{}/f{i:05}.sst", i % 8)))
+        .collect();
+    (evs, paths)
+}
+
+/// Per file name of the mix: its size, its generation (a new inode after each unlink) and
+/// whether it is open.
+struct Files {
+    size: Vec<u64>,
+    gen: Vec<u64>,
+    open: Vec<bool>,
+}
+
+impl Files {
+    /// The event(s) of one step on file `f`: its open if closed, else one of the mix's
+    /// operations (`base` carries the time, process and PC).
+    fn step(
+        &mut self,
+        f: usize,
+        base: FileEvent,
+        next: &mut impl FnMut() -> u64,
+        evs: &mut Vec<FileEvent>,
+    ) {
+        if !self.open[f] {
+            self.open[f] = true;
             evs.push(FileEvent {
                 op: FileOp::Open,
                 flags: 0o101,
                 ..base
             });
-            continue;
+            return;
         }
         match next() % 100 {
             0..=54 => {
                 let len = 1024 + next() % 15_360;
                 evs.push(FileEvent {
                     op: FileOp::Write,
-                    offset: size[f as usize],
+                    offset: self.size[f],
                     len,
                     ..base
                 });
-                size[f as usize] += len;
+                self.size[f] += len;
             }
             55..=74 => evs.push(FileEvent {
                 op: FileOp::Write,
-                offset: (next() % (size[f as usize] / 4096 + 1)) * 4096,
+                offset: (next() % (self.size[f] / 4096 + 1)) * 4096,
                 len: 4096,
                 ..base
             }),
@@ -87,17 +116,12 @@ fn mix(n: usize) -> (Vec<FileEvent>, BTreeMap<u32, String>) {
                     fd: -1,
                     ..base
                 });
-                open[f as usize] = false;
-                size[f as usize] = 0;
-                gen[f as usize] += 1;
+                self.open[f] = false;
+                self.size[f] = 0;
+                self.gen[f] += 1;
             }
         }
     }
-    evs.truncate(n);
-    let paths = (1..=FILES)
-        .map(|i| (i, format!("/bench/dir{}/f{i:05}.sst", i % 8)))
-        .collect();
-    (evs, paths)
 }
 
 fn opts() -> MapOptions {

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::error::TraceError;
 use crate::gen::{generate_to_file, GenParams};
-use crate::run::{run_trace, RunError};
+use crate::replay::{run_trace, RunError};
 
 /// What [`bench`] measured (the `pcstream bench --json` object).
 #[derive(Clone, Debug, Serialize)]
@@ -46,7 +46,7 @@ pub fn bench(
     let logical = cfg.logical_pages();
     let writes = if pages == 0 { 3 * logical } else { pages };
     let with_death = policy == "oracle";
-    crate::memory::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
+    crate::meminfo::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
     let dir = std::env::temp_dir().join(format!("pcstream-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| TraceError::Io {
         path: dir.display().to_string(),

@@ -7,6 +7,7 @@
 
 use std::io::Cursor;
 
+use pcstream_core::request::Op;
 use pcstream_core::{Request, SimOptions, Simulator, SsdConfig};
 
 use crate::blocktrace::format::MAX_PAGES;
@@ -60,8 +61,8 @@ pub fn import(format: &str, data: &[u8]) {
         &mut Cursor::new(data),
         &opts,
         &mut |r| {
-            assert!(r.op <= 3, "op {}", r.op);
-            if r.op != 3 {
+            assert!(Op::from_u8(r.op).is_some(), "op {}", r.op);
+            if r.op != Op::Flush as u8 {
                 assert!(r.pages > 0, "a row of 0 pages");
                 assert!(
                     r.lpn + r.pages as u64 <= MAX_PAGES,
@@ -97,7 +98,7 @@ pub fn block_trace(data: &[u8]) {
     let mut buf = Vec::new();
     while let Ok(true) = r.next_batch(&mut buf) {
         for q in &buf {
-            assert!(q.op <= 3);
+            assert!(Op::from_u8(q.op).is_some());
         }
     }
 }

@@ -7,7 +7,7 @@
 //! - [`import`]: block traces from the field (blkparse, MSR, Alibaba, Tencent, fio, MQSim).
 //! - [`gen`]: seeded synthetic block traces.
 //! - [`blocktrace`]: the block-trace format (reader, writer, summaries), the simulator's input.
-//! - [`run`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
+//! - [`replay`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
 
 pub mod bench;
 pub mod blocktrace;
@@ -19,9 +19,9 @@ pub mod gen;
 pub mod guard;
 pub mod import;
 pub mod map;
-pub mod memory;
+pub mod meminfo;
 pub mod record;
-pub mod run;
+pub mod replay;
 
 pub use blocktrace::{
     scan_capacity, summarize, BlockTraceReader, BlockTraceWriter, Prefetch, TraceMeta,
@@ -29,4 +29,4 @@ pub use blocktrace::{
 pub use error::TraceError;
 pub use gen::{generate, generate_to_file, GenError, GenParams, MixSpec, SstAlloc};
 pub use map::{map_file_trace, FsModel, MapOptions, MapSummary};
-pub use run::{run_trace, RunError};
+pub use replay::{run_trace, RunError};

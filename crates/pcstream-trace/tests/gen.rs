@@ -92,7 +92,11 @@ fn reads_do_not_change_the_writes() {
             ..p
         },
     );
-    let wb: Vec<_> = b.iter().filter(|r| r.op == 0).map(|r| r.lpn).collect();
+    let wb: Vec<_> = b
+        .iter()
+        .filter(|r| r.op == Op::Write as u8)
+        .map(|r| r.lpn)
+        .collect();
     assert_eq!(a.iter().map(|r| r.lpn).collect::<Vec<_>>(), wb);
 }
 
@@ -243,7 +247,11 @@ fn check_mix(spec: &MixSpec, p: &GenParams) -> (Vec<Request>, TraceMeta) {
     };
     let (r, meta) = rows("mix", &p);
     let total: f64 = spec.writers.iter().map(|w| w.share).sum();
-    let all_pages: u64 = r.iter().filter(|r| r.op == 0).map(|r| r.pages as u64).sum();
+    let all_pages: u64 = r
+        .iter()
+        .filter(|r| r.op == Op::Write as u8)
+        .map(|r| r.pages as u64)
+        .sum();
     assert_eq!(all_pages, p.writes * p.req_pages as u64);
     let mut start = 0u64;
     for (i, w) in spec.writers.iter().enumerate() {
@@ -263,7 +271,7 @@ fn check_mix(spec: &MixSpec, p: &GenParams) -> (Vec<Request>, TraceMeta) {
         );
         let pages: u64 = mine
             .iter()
-            .filter(|r| r.op == 0)
+            .filter(|r| r.op == Op::Write as u8)
             .map(|r| r.pages as u64)
             .sum();
         let share = pages as f64 / all_pages as f64;
@@ -357,7 +365,7 @@ fn file_churn_trims_exactly_what_it_wrote() {
     // Lognormal lifetimes (in files) vary a lot: the deletion order is not the creation order.
     let order: Vec<u32> = r
         .iter()
-        .filter(|x| x.pid == 1 && x.op == 1)
+        .filter(|x| x.pid == 1 && x.op == Op::Trim as u8)
         .map(|x| x.file)
         .collect();
     assert!(order.windows(2).any(|w| w[0] > w[1]));
@@ -415,7 +423,7 @@ fn append_log_trims_its_oldest_segment() {
     // 7 segments fit in 500 pages: the log wraps around to LPN 0.
     let starts: Vec<u64> = r
         .iter()
-        .filter(|x| x.op == 1)
+        .filter(|x| x.op == Op::Trim as u8)
         .map(|x| x.lpn)
         .take(8)
         .collect();
@@ -478,7 +486,12 @@ fn info_counts_what_was_generated() {
     };
     assert_eq!(s["rows"], r.len() as u64);
     assert_eq!(g["rows"], r.len() as u64);
-    for (key, op) in [("writes", 0u8), ("trims", 1), ("reads", 2)] {
+    for (key, op) in [
+        ("writes", Op::Write),
+        ("trims", Op::Trim),
+        ("reads", Op::Read),
+    ] {
+        let op = op as u8;
         assert_eq!(s[key]["requests"], count(op), "{key}");
         assert_eq!(s[key]["pages"], pages(op), "{key}");
         assert_eq!(g[key]["pages"], pages(op), "{key}");
@@ -487,7 +500,7 @@ fn info_counts_what_was_generated() {
     assert_eq!(s["flushes"], 0);
     let unique: BTreeSet<u64> = r
         .iter()
-        .filter(|x| x.op == 0)
+        .filter(|x| x.op == Op::Write as u8)
         .flat_map(|x| x.lpn..x.lpn + x.pages as u64)
         .collect();
     assert_eq!(s["unique_lpns_written"], unique.len() as u64);
@@ -498,7 +511,7 @@ fn info_counts_what_was_generated() {
     assert_eq!(s["pids"], 4);
     let files: BTreeSet<u32> = r
         .iter()
-        .filter(|x| x.op == 0 && x.file != 0)
+        .filter(|x| x.op == Op::Write as u8 && x.file != 0)
         .map(|x| x.file)
         .collect();
     assert_eq!(s["files"], files.len() as u64);

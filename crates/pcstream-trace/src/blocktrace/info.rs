@@ -36,7 +36,7 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
         path: path.display().to_string(),
         why: format!("capacity of {capacity} pages is too large to summarise on this machine"),
     })?;
-    crate::memory::check(
+    crate::meminfo::check(
         words as u64 * 8,
         &format!("{}: summarising {capacity} pages", path.display()),
         "a bitmap of the pages written",

@@ -59,16 +59,9 @@
 //! below its share of the pages written so far (ties: the earlier writer), so every writer's
 //! share of pages is exact up to one request. Trims do not count as pages written.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-
-use pcstream_core::request::{Op, Request};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Exp, LogNormal, Zipf};
 use serde::{Deserialize, Serialize};
 
-use super::{gen_err, spread, GenParams, Reads, TS_STEP_NS};
-use crate::blocktrace::TraceMeta;
+use super::gen_err;
 use crate::error::TraceError;
 
 /// Names accepted by [`MixSpec::preset`].
@@ -188,126 +181,13 @@ impl MixSpec {
     ///   writer's PC says a lot: the case where the papers find AutoStream losing to PC-based
     ///   placement.
     pub fn preset(name: &str) -> Option<MixSpec> {
-        let w = |name: &str, pc: u64, share: f64, region: f64, kind: WriterKind| WriterSpec {
-            name: name.into(),
-            pc,
-            share,
-            region_pages: None,
-            region: Some(region),
-            pool: None,
-            lifetime_unit: LifetimeUnit::Region,
-            kind,
+        let writers = match name {
+            "rocksdb-like" => rocksdb_like(),
+            "hotcold-files" => hotcold_files(),
+            "append-only" => append_only(),
+            _ => return None,
         };
-        let churn = |file_pages, lifetime_files| WriterKind::FileChurn {
-            file_pages,
-            lifetime_files,
-        };
-        match name {
-            "rocksdb-like" => Some(MixSpec {
-                writers: vec![
-                    w(
-                        "wal",
-                        0x7a1_0001,
-                        0.20,
-                        0.04,
-                        WriterKind::AppendLog {
-                            segment_pages: 64,
-                            live_segments: 4,
-                        },
-                    ),
-                    w(
-                        "flush",
-                        0x7a1_0002,
-                        0.20,
-                        0.15,
-                        churn(128, Lifetime::Uniform { min: 0.3, max: 0.9 }),
-                    ),
-                    w(
-                        "compaction",
-                        0x7a1_0003,
-                        0.57,
-                        0.75,
-                        churn(
-                            256,
-                            Lifetime::Lognormal {
-                                mean: 0.7,
-                                sigma: 1.4,
-                            },
-                        ),
-                    ),
-                    w(
-                        "manifest",
-                        0x7a1_0004,
-                        0.03,
-                        0.01,
-                        WriterKind::RandomUpdate {
-                            dist: UpdateDist::Uniform,
-                            theta: 0.99,
-                        },
-                    ),
-                ],
-            }),
-            "hotcold-files" => Some(MixSpec {
-                writers: vec![
-                    w(
-                        "hot-table",
-                        0x7a2_0001,
-                        0.8,
-                        0.10,
-                        WriterKind::RandomUpdate {
-                            dist: UpdateDist::Uniform,
-                            theta: 0.99,
-                        },
-                    ),
-                    w(
-                        "cold-files",
-                        0x7a2_0002,
-                        0.2,
-                        0.85,
-                        churn(
-                            256,
-                            Lifetime::Uniform {
-                                min: 0.6,
-                                max: 0.95,
-                            },
-                        ),
-                    ),
-                ],
-            }),
-            "append-only" => {
-                let pooled =
-                    |name: &str, pc: u64, share: f64, region: f64, lifetime_files| WriterSpec {
-                        pool: Some("fs".into()),
-                        ..w(name, pc, share, region, churn(128, lifetime_files))
-                    };
-                Some(MixSpec {
-                    writers: vec![
-                        WriterSpec {
-                            lifetime_unit: LifetimeUnit::Files,
-                            ..pooled("wal", 0x7a3_0001, 0.25, 0.02, Lifetime::Fixed { mean: 4.0 })
-                        },
-                        pooled(
-                            "flush",
-                            0x7a3_0002,
-                            0.25,
-                            0.08,
-                            Lifetime::Uniform { min: 0.5, max: 1.0 },
-                        ),
-                        pooled(
-                            "compaction",
-                            0x7a3_0003,
-                            0.50,
-                            0.75,
-                            Lifetime::Lognormal {
-                                mean: 0.8,
-                                sigma: 0.8,
-                            },
-                        ),
-                    ],
-                })
-            }
-            _ => None,
-        }
+        Some(MixSpec { writers })
     }
 
     /// A preset name, a JSON spec (starting with `{`) or a TOML spec.
@@ -329,454 +209,133 @@ impl MixSpec {
             )))
         })
     }
+}
 
-    /// Emit the mix over a footprint of `n` pages (see [`super::generate`]).
-    pub(crate) fn run(
-        &self,
-        p: &GenParams,
-        n: u64,
-        meta: &mut TraceMeta,
-        sink: &mut dyn FnMut(Request) -> Result<(), TraceError>,
-    ) -> Result<(), TraceError> {
-        if self.writers.is_empty() || self.writers.len() > u16::MAX as usize - 1 {
-            return Err(gen_err("mix: needs between 1 and 65534 writers".into()));
-        }
-        if self
-            .writers
-            .iter()
-            .any(|w| !(w.share >= 0.0 && w.share.is_finite()))
-        {
-            return Err(gen_err("mix: every share must be a number ≥ 0".into()));
-        }
-        let total_share: f64 = self.writers.iter().map(|w| w.share).sum();
-        if total_share <= 0.0 {
-            return Err(gen_err("mix: the shares must not all be 0".into()));
-        }
-        let mut lens = Vec::with_capacity(self.writers.len());
-        for w in &self.writers {
-            lens.push(match (w.region_pages, w.region) {
-                (Some(pages), None) => pages,
-                (None, Some(f)) if (0.0..=1.0).contains(&f) => (f * n as f64).floor() as u64,
-                _ => {
-                    return Err(gen_err(format!(
-                        "mix writer '{}': give exactly one of region_pages (pages) or region (a share of the footprint in [0, 1])",
-                        w.name
-                    )))
-                }
-            });
-        }
-        // A pool's region is the sum of its members' regions, laid out at its first member.
-        let mut pool_of: BTreeMap<&str, (usize, u64, u32)> = BTreeMap::new(); // name → (first, len, file_pages)
-        for (i, w) in self.writers.iter().enumerate() {
-            let Some(name) = w.pool.as_deref() else {
-                continue;
-            };
-            let WriterKind::FileChurn { file_pages, .. } = w.kind else {
-                return Err(gen_err(format!(
-                    "mix writer '{}': only file_churn writers can share a pool; drop `pool` or make it a file_churn writer",
-                    w.name
-                )));
-            };
-            let e = pool_of.entry(name).or_insert((i, 0, file_pages));
-            if e.2 != file_pages {
-                return Err(gen_err(format!(
-                    "mix writer '{}': pool '{name}' holds files of {} pages but this writer's are {file_pages}; give the members of a pool the same file_pages",
-                    w.name, e.2
-                )));
-            }
-            e.1 += lens[i];
-        }
-        let mut writers = Vec::with_capacity(self.writers.len());
-        let mut pools: Vec<BTreeSet<u64>> = Vec::new();
-        let mut pool_idx: BTreeMap<&str, (usize, u64)> = BTreeMap::new(); // name → (pool, start)
-        let mut start = 0u64;
-        let mut next_file = 1u32;
-        for (i, w) in self.writers.iter().enumerate() {
-            let (at, len, pool) = match w.pool.as_deref() {
-                None => {
-                    let at = start;
-                    start += lens[i];
-                    (at, lens[i], pools.len())
-                }
-                Some(name) => {
-                    let (_, len, _) = pool_of[name];
-                    let (pool, at) = *pool_idx.entry(name).or_insert_with(|| {
-                        let at = start;
-                        start += len;
-                        (pools.len(), at)
-                    });
-                    (at, len, pool)
-                }
-            };
-            let region = Region {
-                start: at,
-                len,
-                own_len: lens[i],
-                pool,
-            };
-            let w = Writer::new(w, i, region, p.req_pages, &mut next_file, meta)?;
-            if let State::Churn {
-                file_pages, pool, ..
-            } = &w.state
-            {
-                if *pool == pools.len() {
-                    pools.push((0..len / *file_pages as u64).collect());
-                }
-            }
-            writers.push(w);
-            let w = &self.writers[i];
-            meta.file_classes.insert(i as u16 + 1, w.name.clone());
-            meta.pcs[w.pc.to_string()] =
-                serde_json::json!([{"module": "synthetic", "offset": 0, "symbol": w.name}]);
-        }
-        if start > n {
-            return Err(gen_err(format!(
-                "mix: the writers' regions total {start} pages but the footprint has {n}; shrink the regions or raise capacity_pages"
-            )));
-        }
-        let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
-        let mut reads = Reads::new(p.seed, p.read_ratio);
-        let shares: Vec<f64> = self.writers.iter().map(|w| w.share / total_share).collect();
-        let mut written = vec![0u64; writers.len()];
-        let total = p.writes * p.req_pages as u64;
-        let (mut done, mut idx) = (0u64, 0u64);
-        let mut out = Vec::new();
-        while done < total {
-            let target = (done + 1) as f64;
-            let mut k = 0;
-            let mut best = f64::NEG_INFINITY;
-            for (i, &s) in shares.iter().enumerate() {
-                let d = s * target - written[i] as f64;
-                if d > best {
-                    best = d;
-                    k = i;
-                }
-            }
-            out.clear();
-            let room = (total - done).min(p.req_pages as u64) as u32;
-            writers[k].step(room, &mut rng, &mut pools, &mut next_file, meta, &mut out)?;
-            let w = &writers[k];
-            for r in out.drain(..) {
-                if r.op == Op::Write as u8 {
-                    written[k] += r.pages as u64;
-                    done += r.pages as u64;
-                }
-                sink(Request {
-                    ts_ns: idx * TS_STEP_NS,
-                    ..r
-                })?;
-                idx += 1;
-            }
-            reads.after_write(w.base, w.start, w.len, p.req_pages, |r| {
-                let r = Request {
-                    ts_ns: idx * TS_STEP_NS,
-                    ..r
-                };
-                idx += 1;
-                sink(r)
-            })?;
-        }
-        Ok(())
+/// A preset's writer: its region a share of the footprint, lifetimes in units of it.
+fn preset_writer(name: &str, pc: u64, share: f64, region: f64, kind: WriterKind) -> WriterSpec {
+    WriterSpec {
+        name: name.into(),
+        pc,
+        share,
+        region_pages: None,
+        region: Some(region),
+        pool: None,
+        lifetime_unit: LifetimeUnit::Region,
+        kind,
     }
 }
 
-/// Per-kind state of a writer.
-enum State {
-    Log {
-        seg_pages: u32,
-        live: usize,
-        slots: u64,
-        next_slot: u64,
-        /// (first LPN, pages written, file) of the live segments, oldest first.
-        segs: VecDeque<(u64, u32, u32)>,
-    },
-    Update {
-        zipf: Option<Zipf<f64>>,
-        file: u32,
-    },
-    Churn {
-        file_pages: u32,
-        lifetime: Lifetime,
-        /// Files per lifetime unit (1, or the files the writer's own region holds).
-        scale: f64,
-        /// Index of its pool of free slot indices (the first is the first fit); writers sharing
-        /// a `pool` share one.
-        pool: usize,
-        /// (expiry in files completed, file) → slot of the live files.
-        live: BTreeMap<(u64, u32), u64>,
-        /// (slot, pages written, file) of the file being written.
-        cur: Option<(u64, u32, u32)>,
-        files_done: u64,
-    },
+fn churn(file_pages: u32, lifetime_files: Lifetime) -> WriterKind {
+    WriterKind::FileChurn {
+        file_pages,
+        lifetime_files,
+    }
 }
 
-/// Where a writer writes: its LBA range (a pool's, when shared), its own region's size (the
-/// unit of `lifetime_unit = "region"`) and its slot pool.
-struct Region {
-    start: u64,
-    len: u64,
-    own_len: u64,
-    pool: usize,
-}
-
-struct Writer<'a> {
-    spec: &'a WriterSpec,
-    start: u64,
-    len: u64,
-    req: u32,
-    base: Request,
-    state: State,
-}
-
-fn new_file(next_file: &mut u32, name: String, meta: &mut TraceMeta) -> Result<u32, TraceError> {
-    let f = *next_file;
-    *next_file = next_file
-        .checked_add(1)
-        .ok_or_else(|| gen_err("mix: more than 2^32 − 1 files; generate fewer writes".into()))?;
-    meta.files.insert(f, name);
-    Ok(f)
-}
-
-impl<'a> Writer<'a> {
-    fn new(
-        spec: &'a WriterSpec,
-        idx: usize,
-        region: Region,
-        req: u32,
-        next_file: &mut u32,
-        meta: &mut TraceMeta,
-    ) -> Result<Writer<'a>, TraceError> {
-        let Region {
-            start,
-            len,
-            own_len,
-            pool,
-        } = region;
-        let bad = |why: String| gen_err(format!("mix writer '{}': {why}", spec.name));
-        let state = match &spec.kind {
+/// `rocksdb-like` (see [`MixSpec::preset`]).
+fn rocksdb_like() -> Vec<WriterSpec> {
+    let w = preset_writer;
+    vec![
+        w(
+            "wal",
+            0x7a1_0001,
+            0.20,
+            0.04,
             WriterKind::AppendLog {
-                segment_pages,
-                live_segments,
-            } => {
-                let slots = len / (*segment_pages).max(1) as u64;
-                if *segment_pages == 0 || *live_segments == 0 || slots < *live_segments as u64 {
-                    return Err(bad(format!(
-                        "a region of {len} pages cannot hold {live_segments} segments of {segment_pages} pages (both must be ≥ 1); enlarge the region"
-                    )));
-                }
-                State::Log {
-                    seg_pages: *segment_pages,
-                    live: *live_segments as usize,
-                    slots,
-                    next_slot: 0,
-                    segs: VecDeque::new(),
-                }
-            }
-            WriterKind::RandomUpdate { dist, theta } => {
-                if len < req as u64 {
-                    return Err(bad(format!(
-                        "a region of {len} pages cannot hold a request of {req} pages; enlarge the region"
-                    )));
-                }
-                let zipf =
-                    match dist {
-                        UpdateDist::Uniform => None,
-                        UpdateDist::Zipf => {
-                            let slots = len - req as u64 + 1;
-                            Some(Zipf::new(slots as f64, *theta).map_err(|e| {
-                                bad(format!("zipf theta {theta} must be ≥ 0 ({e})"))
-                            })?)
-                        }
-                    };
-                let file = new_file(next_file, format!("{}/table", spec.name), meta)?;
-                State::Update { zipf, file }
-            }
-            WriterKind::FileChurn {
-                file_pages,
-                lifetime_files,
-            } => {
-                let slots = len / (*file_pages).max(1) as u64;
-                if *file_pages == 0 || slots < 2 {
-                    return Err(bad(format!(
-                        "a region of {len} pages holds fewer than 2 files of {file_pages} pages (must be ≥ 1); enlarge the region or lower file_pages"
-                    )));
-                }
-                let ok = match *lifetime_files {
-                    Lifetime::Fixed { mean } | Lifetime::Exponential { mean } => mean > 0.0,
-                    Lifetime::Uniform { min, max } => min >= 0.0 && max >= min,
-                    Lifetime::Lognormal { mean, sigma } => mean > 0.0 && sigma >= 0.0,
-                };
-                if !ok {
-                    return Err(bad(format!(
-                        "lifetime_files {lifetime_files:?} needs mean > 0, sigma ≥ 0, 0 ≤ min ≤ max"
-                    )));
-                }
-                let own_slots = (own_len / *file_pages as u64).max(1);
-                State::Churn {
-                    file_pages: *file_pages,
-                    lifetime: lifetime_files.clone(),
-                    scale: match spec.lifetime_unit {
-                        LifetimeUnit::Files => 1.0,
-                        LifetimeUnit::Region => own_slots as f64,
-                    },
-                    pool,
-                    live: BTreeMap::new(),
-                    cur: None,
-                    files_done: 0,
-                }
-            }
-        };
-        let base = Request {
-            pc: spec.pc,
-            pid: idx as u32 + 1,
-            file_class: idx as u16 + 1,
-            hint: (idx + 1).min(5) as u8,
-            ..Default::default()
-        };
-        Ok(Writer {
-            spec,
-            start,
-            len,
-            req,
-            base,
-            state,
-        })
-    }
+                segment_pages: 64,
+                live_segments: 4,
+            },
+        ),
+        w(
+            "flush",
+            0x7a1_0002,
+            0.20,
+            0.15,
+            churn(128, Lifetime::Uniform { min: 0.3, max: 0.9 }),
+        ),
+        w(
+            "compaction",
+            0x7a1_0003,
+            0.57,
+            0.75,
+            churn(
+                256,
+                Lifetime::Lognormal {
+                    mean: 0.7,
+                    sigma: 1.4,
+                },
+            ),
+        ),
+        w(
+            "manifest",
+            0x7a1_0004,
+            0.03,
+            0.01,
+            WriterKind::RandomUpdate {
+                dist: UpdateDist::Uniform,
+                theta: 0.99,
+            },
+        ),
+    ]
+}
 
-    /// One write request of at most `room` (≤ `req`) pages, preceded by any trims it causes,
-    /// into `out`.
-    fn step(
-        &mut self,
-        room: u32,
-        rng: &mut ChaCha8Rng,
-        pools: &mut [BTreeSet<u64>],
-        next_file: &mut u32,
-        meta: &mut TraceMeta,
-        out: &mut Vec<Request>,
-    ) -> Result<(), TraceError> {
-        let base = self.base;
-        let write = |lpn, pages, file| Request {
-            op: Op::Write as u8,
-            lpn,
-            pages,
-            file,
-            ..base
-        };
-        let trim = |lpn, pages, file| Request {
-            op: Op::Trim as u8,
-            lpn,
-            pages,
-            file,
-            ..base
-        };
-        match &mut self.state {
-            State::Log {
-                seg_pages,
-                live,
-                slots,
-                next_slot,
-                segs,
-            } => {
-                if segs.back().is_none_or(|s| s.1 >= *seg_pages) {
-                    if segs.len() >= *live {
-                        let (lpn, used, f) = segs.pop_front().expect("live segments");
-                        out.push(trim(lpn, used, f));
-                    }
-                    let lpn = self.start + *next_slot * *seg_pages as u64;
-                    *next_slot = (*next_slot + 1) % *slots;
-                    let f = new_file(
-                        next_file,
-                        format!("{}/{f:06}.log", self.spec.name, f = *next_file),
-                        meta,
-                    )?;
-                    segs.push_back((lpn, 0, f));
-                }
-                let seg = segs.back_mut().expect("an open segment");
-                let pages = room.min(*seg_pages - seg.1);
-                out.push(write(seg.0 + seg.1 as u64, pages, seg.2));
-                seg.1 += pages;
-            }
-            State::Update { zipf, file } => {
-                let slots = self.len - self.req as u64 + 1;
-                let off = match zipf {
-                    Some(z) => spread((z.sample(rng) as u64).clamp(1, slots) - 1, slots),
-                    None => rng.random_range(0..slots),
-                };
-                out.push(write(self.start + off, room, *file));
-            }
-            State::Churn {
-                file_pages,
-                lifetime,
-                scale,
-                pool,
-                live,
-                cur,
-                files_done,
-            } => {
-                let fp = *file_pages as u64;
-                let (slot, used, f) = match *cur {
-                    Some(c) => c,
-                    None => {
-                        let free = &mut pools[*pool];
-                        if free.is_empty() {
-                            // Region full: the file due soonest goes early.
-                            let ((_, f), slot) = live.pop_first().ok_or_else(|| {
-                                gen_err(format!(
-                                    "mix writer '{}': its pool is full of other writers' files; enlarge the pool members' regions",
-                                    self.spec.name
-                                ))
-                            })?;
-                            out.push(trim(self.start + slot * fp, *file_pages, f));
-                            free.insert(slot);
-                        }
-                        let slot = free.pop_first().expect("a free slot");
-                        let f = new_file(
-                            next_file,
-                            format!("{}/{f:06}.sst", self.spec.name, f = *next_file),
-                            meta,
-                        )?;
-                        (slot, 0, f)
-                    }
-                };
-                let pages = room.min(*file_pages - used);
-                out.push(write(self.start + slot * fp + used as u64, pages, f));
-                let used = used + pages;
-                if used < *file_pages {
-                    *cur = Some((slot, used, f));
-                    return Ok(());
-                }
-                *cur = None;
-                *files_done += 1;
-                let l = match *lifetime {
-                    Lifetime::Fixed { mean } => mean,
-                    Lifetime::Uniform { min, max } => {
-                        if max > min {
-                            rng.random_range(min..=max)
-                        } else {
-                            min
-                        }
-                    }
-                    Lifetime::Exponential { mean } => {
-                        Exp::new(1.0 / mean).expect("mean > 0 checked").sample(rng)
-                    }
-                    Lifetime::Lognormal { mean, sigma } => {
-                        LogNormal::new(mean.ln() - sigma * sigma / 2.0, sigma)
-                            .expect("sigma ≥ 0 checked")
-                            .sample(rng)
-                    }
-                };
-                let life = (l * *scale).round().clamp(1.0, 1e15) as u64;
-                live.insert((*files_done + life, f), slot);
-                while let Some(entry) = live.first_entry() {
-                    if entry.key().0 > *files_done {
-                        break;
-                    }
-                    let ((_, f), slot) = entry.remove_entry();
-                    out.push(trim(self.start + slot * fp, *file_pages, f));
-                    pools[*pool].insert(slot);
-                }
-            }
-        }
-        Ok(())
-    }
+/// `hotcold-files` (see [`MixSpec::preset`]).
+fn hotcold_files() -> Vec<WriterSpec> {
+    let w = preset_writer;
+    vec![
+        w(
+            "hot-table",
+            0x7a2_0001,
+            0.8,
+            0.10,
+            WriterKind::RandomUpdate {
+                dist: UpdateDist::Uniform,
+                theta: 0.99,
+            },
+        ),
+        w(
+            "cold-files",
+            0x7a2_0002,
+            0.2,
+            0.85,
+            churn(
+                256,
+                Lifetime::Uniform {
+                    min: 0.6,
+                    max: 0.95,
+                },
+            ),
+        ),
+    ]
+}
+
+/// `append-only` (see [`MixSpec::preset`]): every writer in the pool "fs".
+fn append_only() -> Vec<WriterSpec> {
+    let pooled = |name: &str, pc: u64, share: f64, region: f64, lifetime_files| WriterSpec {
+        pool: Some("fs".into()),
+        ..preset_writer(name, pc, share, region, churn(128, lifetime_files))
+    };
+    vec![
+        WriterSpec {
+            lifetime_unit: LifetimeUnit::Files,
+            ..pooled("wal", 0x7a3_0001, 0.25, 0.02, Lifetime::Fixed { mean: 4.0 })
+        },
+        pooled(
+            "flush",
+            0x7a3_0002,
+            0.25,
+            0.08,
+            Lifetime::Uniform { min: 0.5, max: 1.0 },
+        ),
+        pooled(
+            "compaction",
+            0x7a3_0003,
+            0.50,
+            0.75,
+            Lifetime::Lognormal {
+                mean: 0.8,
+                sigma: 0.8,
+            },
+        ),
+    ]
 }

@@ -23,7 +23,7 @@
 //! - `seq`: sequential overwrite of the footprint in a loop: LPN 0, req, 2·req, …, wrapping to 0
 //!   when the next request would not fit.
 //! - `mix`: several writers with their own PC, pid, files, LBA region and lifetime behaviour; see
-//!   [`MixSpec`] and the `mix` module.
+//!   [`MixSpec`], the `mix` module (the spec) and `mix_run` (the writers as they run).
 //! - `lsm`: a leveled LSM-tree store (WAL, flushes, compactions over `levels` levels of size
 //!   `ratio`, keys skewed by `skew`), optionally beside a build-like writer (`build_share`), one
 //!   PC per activity; see the `lsm` module. `writes` counts host pages there.
@@ -35,6 +35,7 @@
 
 mod lsm;
 mod mix;
+mod mix_run;
 mod top_pc;
 
 use std::path::Path;
@@ -258,51 +259,23 @@ pub fn generate(
     }
     let n = footprint_pages(p)?;
     let mut meta = base_meta(kind, p);
-    if kind == "mix" {
-        let spec = MixSpec::parse(&p.mix)?;
-        spec.run(p, n, &mut meta, sink)?;
-        return Ok(meta);
+    match kind {
+        "mix" => MixSpec::parse(&p.mix)?.run(p, n, &mut meta, sink)?,
+        "lsm" => lsm::run(p, n, &mut meta, sink)?,
+        _ => single(kind, p, n, sink)?,
     }
-    if kind == "lsm" {
-        lsm::run(p, n, &mut meta, sink)?;
-        return Ok(meta);
-    }
-    let slots = n - p.req_pages as u64 + 1;
-    let zipf = match kind {
-        "zipf" => Some(
-            Zipf::new(slots as f64, p.theta)
-                .map_err(|e| gen_err(format!("zipf theta {} must be ≥ 0 ({e})", p.theta)))?,
-        ),
-        _ => None,
-    };
-    let normal = match kind {
-        "normal" => Some(
-            Normal::new(slots as f64 / 2.0, p.sigma * slots as f64)
-                .ok()
-                .filter(|_| p.sigma > 0.0)
-                .ok_or_else(|| gen_err(format!("normal sigma {} must be > 0", p.sigma)))?,
-        ),
-        _ => None,
-    };
-    if kind == "pareto" && !(p.alpha > 0.0 && p.alpha.is_finite()) {
-        return Err(gen_err(format!("pareto alpha {} must be > 0", p.alpha)));
-    }
-    if kind == "hotcold"
-        && !(p.hot_fraction > 0.0 && p.hot_fraction < 1.0 && (0.0..=1.0).contains(&p.hot_ratio))
-    {
-        return Err(gen_err(format!(
-            "hotcold needs 0 < hot_fraction < 1 and 0 ≤ hot_ratio ≤ 1 (got {} and {})",
-            p.hot_fraction, p.hot_ratio
-        )));
-    }
-    if kind == "hotcold" && slots < 2 {
-        return Err(gen_err(
-            "hotcold needs at least 2 request slots in the footprint; raise capacity_pages".into(),
-        ));
-    }
-    let hot = ((slots as f64 * p.hot_fraction).round() as u64).clamp(1, slots - 1);
-    // 1 − (n'+1)^−α, the truncation factor of the Pareto inverse CDF.
-    let pareto_mass = 1.0 - (slots as f64 + 1.0).powf(-p.alpha);
+    Ok(meta)
+}
+
+/// A single-kind workload (`uniform` … `seq`) over a footprint of `n` pages: `writes` writes
+/// of `req_pages` pages, each followed by the reads it is due.
+fn single(
+    kind: &str,
+    p: &GenParams,
+    n: u64,
+    sink: &mut dyn FnMut(Request) -> Result<(), TraceError>,
+) -> Result<(), TraceError> {
+    let mut lpns = Lpns::new(kind, p, n)?;
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
     let mut reads = Reads::new(p.seed, p.read_ratio);
     let base = Request {
@@ -310,39 +283,11 @@ pub fn generate(
         pid: 1,
         ..Default::default()
     };
-    let (mut seq, mut idx) = (0u64, 0u64);
+    // Rows are numbered (their time stamps) across writes and the reads that follow them.
+    let mut idx = 0u64;
+    #[allow(clippy::explicit_counter_loop)] // the reads' closure counts too
     for _ in 0..p.writes {
-        let lpn = match kind {
-            "uniform" => rng.random_range(0..slots),
-            "zipf" => {
-                let rank = zipf.as_ref().expect("built for zipf").sample(&mut rng) as u64;
-                spread(rank.clamp(1, slots) - 1, slots)
-            }
-            "pareto" => {
-                let u: f64 = rng.random();
-                let x = (1.0 - u * pareto_mass).powf(-1.0 / p.alpha);
-                ((x.floor() as u64).max(1) - 1).min(slots - 1)
-            }
-            "normal" => {
-                let x = normal.as_ref().expect("built for normal").sample(&mut rng);
-                x.clamp(0.0, (slots - 1) as f64) as u64
-            }
-            "hotcold" => {
-                if rng.random_bool(p.hot_ratio) {
-                    rng.random_range(0..hot)
-                } else {
-                    rng.random_range(hot..slots)
-                }
-            }
-            _ => {
-                let l = seq;
-                seq += p.req_pages as u64;
-                if seq + p.req_pages as u64 > n {
-                    seq = 0;
-                }
-                l
-            }
-        };
+        let lpn = lpns.next(&mut rng);
         sink(Request {
             ts_ns: idx * TS_STEP_NS,
             op: Op::Write as u8,
@@ -360,7 +305,111 @@ pub fn generate(
             sink(r)
         })?;
     }
-    Ok(meta)
+    Ok(())
+}
+
+/// The first pages of the writes of a single-kind workload, one draw after another.
+struct Lpns<'a> {
+    kind: &'a str,
+    p: &'a GenParams,
+    /// Footprint pages, and the request start positions in it.
+    n: u64,
+    slots: u64,
+    zipf: Option<Zipf<f64>>,
+    normal: Option<Normal<f64>>,
+    /// `hotcold`: the hot slots are `0..hot`.
+    hot: u64,
+    /// 1 − (n'+1)^−α, the truncation factor of the Pareto inverse CDF.
+    pareto_mass: f64,
+    /// `seq`: the next start.
+    seq: u64,
+}
+
+impl<'a> Lpns<'a> {
+    /// Check the parameters of `kind` and build its distribution.
+    fn new(kind: &'a str, p: &'a GenParams, n: u64) -> Result<Lpns<'a>, TraceError> {
+        let slots = n - p.req_pages as u64 + 1;
+        let zipf = match kind {
+            "zipf" => Some(
+                Zipf::new(slots as f64, p.theta)
+                    .map_err(|e| gen_err(format!("zipf theta {} must be ≥ 0 ({e})", p.theta)))?,
+            ),
+            _ => None,
+        };
+        let normal = match kind {
+            "normal" => Some(
+                Normal::new(slots as f64 / 2.0, p.sigma * slots as f64)
+                    .ok()
+                    .filter(|_| p.sigma > 0.0)
+                    .ok_or_else(|| gen_err(format!("normal sigma {} must be > 0", p.sigma)))?,
+            ),
+            _ => None,
+        };
+        if kind == "pareto" && !(p.alpha > 0.0 && p.alpha.is_finite()) {
+            return Err(gen_err(format!("pareto alpha {} must be > 0", p.alpha)));
+        }
+        if kind == "hotcold"
+            && !(p.hot_fraction > 0.0 && p.hot_fraction < 1.0 && (0.0..=1.0).contains(&p.hot_ratio))
+        {
+            return Err(gen_err(format!(
+                "hotcold needs 0 < hot_fraction < 1 and 0 ≤ hot_ratio ≤ 1 (got {} and {})",
+                p.hot_fraction, p.hot_ratio
+            )));
+        }
+        if kind == "hotcold" && slots < 2 {
+            return Err(gen_err(
+                "hotcold needs at least 2 request slots in the footprint; raise capacity_pages"
+                    .into(),
+            ));
+        }
+        Ok(Lpns {
+            kind,
+            p,
+            n,
+            slots,
+            zipf,
+            normal,
+            hot: ((slots as f64 * p.hot_fraction).round() as u64).clamp(1, slots - 1),
+            pareto_mass: 1.0 - (slots as f64 + 1.0).powf(-p.alpha),
+            seq: 0,
+        })
+    }
+
+    /// The next write's first page.
+    fn next(&mut self, rng: &mut ChaCha8Rng) -> u64 {
+        let (p, slots) = (self.p, self.slots);
+        match self.kind {
+            "uniform" => rng.random_range(0..slots),
+            "zipf" => {
+                let rank = self.zipf.as_ref().expect("built for zipf").sample(rng) as u64;
+                spread(rank.clamp(1, slots) - 1, slots)
+            }
+            "pareto" => {
+                let u: f64 = rng.random();
+                let x = (1.0 - u * self.pareto_mass).powf(-1.0 / p.alpha);
+                ((x.floor() as u64).max(1) - 1).min(slots - 1)
+            }
+            "normal" => {
+                let x = self.normal.as_ref().expect("built for normal").sample(rng);
+                x.clamp(0.0, (slots - 1) as f64) as u64
+            }
+            "hotcold" => {
+                if rng.random_bool(p.hot_ratio) {
+                    rng.random_range(0..self.hot)
+                } else {
+                    rng.random_range(self.hot..slots)
+                }
+            }
+            _ => {
+                let l = self.seq;
+                self.seq += p.req_pages as u64;
+                if self.seq + p.req_pages as u64 > self.n {
+                    self.seq = 0;
+                }
+                l
+            }
+        }
+    }
 }
 
 /// Generate `kind` into the Parquet file `out` (written atomically) in one pass; returns a short
@@ -385,7 +434,7 @@ pub fn generate_to_file(
     let mut w = BlockTraceWriter::create(out, &base_meta(kind, p), DEFAULT_ROW_GROUP_ROWS)?;
     let mut ops = [(0u64, 0u64); 4];
     let meta = generate(kind, p, &mut |r| {
-        let o = &mut ops[(r.op as usize).min(3)];
+        let o = &mut ops[(r.op as usize).min(Op::Flush as usize)];
         o.0 += 1;
         o.1 += r.pages as u64;
         w.push(&r)
@@ -398,9 +447,9 @@ pub fn generate_to_file(
         "kind": kind,
         "seed": p.seed,
         "rows": rows,
-        "writes": pair(ops[0]),
-        "trims": pair(ops[1]),
-        "reads": pair(ops[2]),
+        "writes": pair(ops[Op::Write as usize]),
+        "trims": pair(ops[Op::Trim as usize]),
+        "reads": pair(ops[Op::Read as usize]),
         "capacity_pages": p.capacity_pages,
         "files": meta.files.len(),
     }))

@@ -308,99 +308,156 @@ pub fn import_lines(
             "--capacity {c} pages is beyond {MAX_PAGES} pages (2^40, 4 PiB), the largest trace pcstream takes"
         )));
     }
-    let mut rep = ImportReport::default();
-    let mut first_ts: Option<u64> = None;
-    let mut last_ts = 0u64;
-    let mut max_end = 0u64;
+    let mut rows = Rows {
+        label,
+        format,
+        opts,
+        rep: ImportReport::default(),
+        first_ts: None,
+        last_ts: 0,
+        max_end: 0,
+        pieces: Vec::new(),
+    };
     let mut bytes = Vec::new();
     let mut rec = IoRecord::default();
-    let mut pieces: Vec<(u64, u64, u8)> = Vec::new();
-    let at = |line: u64| format!("{label}:{line}");
-    loop {
-        let kind = text::read_line(reader, &mut bytes, MAX_LINE_BYTES).map_err(|e| {
-            TraceError::Io {
-                path: at(rep.lines + 1),
-                why: format!(
-                    "cannot read ({}); is the file complete, text, and of the compression its name says?",
-                    one_line(e)
-                ),
-            }
-        })?;
-        match kind {
-            Line::End => break,
-            Line::TooLong => {
-                return Err(TraceError::Io {
-                    path: at(rep.lines + 1),
-                    why: format!(
-                        "line longer than {MAX_LINE_BYTES} bytes (1 MiB); is this a trace in the {format} format? check the file and the format"
-                    ),
-                })
-            }
-            Line::Text => {}
-        }
-        rep.lines += 1;
-        if rep.lines % PROGRESS_LINES == 0 && !tick() {
+    while rows.read_line(reader, &mut bytes)? {
+        rows.rep.lines += 1;
+        if rows.rep.lines.is_multiple_of(PROGRESS_LINES) && !tick() {
             return Err(TraceError::Gen("import interrupted".into()));
         }
-        let parsed = match std::str::from_utf8(&bytes) {
-            Err(e) => Err(format!(
-                "not UTF-8 text (invalid byte at column {}); is this a trace in the {format} format?",
-                e.valid_up_to() + 1
-            )),
-            Ok(text) => {
-                let text = text.trim_end_matches('\r');
-                if text.trim_start().is_empty() {
-                    continue;
-                }
-                if let Some(i) = text.find('\0') {
-                    Err(format!(
-                        "NUL byte at column {}; is this a trace in the {format} format (text)?",
-                        i + 1
-                    ))
-                } else {
-                    p.parse(text, &mut rec)
-                }
-            }
+        let Some(parsed) = parse_line(&mut *p, &bytes, format, &mut rec) else {
+            continue;
         };
         // Lines of other devices are counted before their addresses are checked.
         let parsed = match parsed {
             Ok(true) if opts.device.as_ref().is_some_and(|d| &rec.device != d) => {
-                rep.filtered_out += 1;
+                rows.rep.filtered_out += 1;
                 continue;
             }
             Ok(true) => pages_of(&rec).map(Some),
             Ok(false) => Ok(None),
             Err(e) => Err(e),
         };
-        let (lpn, end) = match parsed {
-            Ok(Some(range)) => range,
-            Ok(None) => continue,
-            Err(what) => {
-                rep.skipped_count += 1;
-                if rep.skipped_count > opts.skip_bad {
-                    let hint = if opts.skip_bad == 0 {
-                        "; fix the line or pass --skip-bad N to tolerate N bad lines".to_string()
-                    } else {
-                        format!("; more than --skip-bad {} bad lines", opts.skip_bad)
-                    };
-                    return Err(TraceError::Io {
-                        path: at(rep.lines),
-                        why: format!("{what}{hint}"),
-                    });
-                }
-                if rep.skipped.len() < 100 {
-                    rep.skipped.push(format!("{}: {what}", at(rep.lines)));
-                }
-                continue;
-            }
-        };
-        if rec.len_bytes == 0 && rec.op != Op::Flush {
-            continue; // zero-length I/O moves no page
+        match parsed {
+            Ok(Some((lpn, end))) => rows.push(&rec, lpn, end, sink)?,
+            Ok(None) => {}
+            Err(what) => rows.skip_bad(what)?,
         }
-        if let Some(cap) = opts.capacity_pages {
+    }
+    rows.finish()
+}
+
+/// One line's text parsed by `p` into `rec`: `None` for a blank line, else the parser's answer,
+/// or what makes the line unreadable as text (not UTF-8, a NUL byte).
+fn parse_line(
+    p: &mut dyn LineParser,
+    bytes: &[u8],
+    format: &str,
+    rec: &mut IoRecord,
+) -> Option<Result<bool, String>> {
+    match std::str::from_utf8(bytes) {
+        Err(e) => Some(Err(format!(
+            "not UTF-8 text (invalid byte at column {}); is this a trace in the {format} format?",
+            e.valid_up_to() + 1
+        ))),
+        Ok(text) => {
+            let text = text.trim_end_matches('\r');
+            if text.trim_start().is_empty() {
+                return None;
+            }
+            Some(match text.find('\0') {
+                Some(i) => Err(format!(
+                    "NUL byte at column {}; is this a trace in the {format} format (text)?",
+                    i + 1
+                )),
+                None => p.parse(text, rec),
+            })
+        }
+    }
+}
+
+/// An import between two lines: the report so far and what the next row depends on.
+struct Rows<'a> {
+    /// The input's name and format, for errors.
+    label: &'a str,
+    format: &'a str,
+    opts: &'a ImportOptions,
+    rep: ImportReport,
+    /// The first request's time (rows are rebased to it) and the latest time so far.
+    first_ts: Option<u64>,
+    last_ts: u64,
+    /// End of the highest page range seen: the capacity when none is given.
+    max_end: u64,
+    /// A request split at the meta map's boundaries (reused).
+    pieces: Vec<(u64, u64, u8)>,
+}
+
+impl Rows<'_> {
+    /// `FILE:LINE` of line `line`.
+    fn at(&self, line: u64) -> String {
+        format!("{}:{line}", self.label)
+    }
+
+    /// Read the next line into `bytes`: false at the end of the input.
+    fn read_line(&self, reader: &mut dyn BufRead, bytes: &mut Vec<u8>) -> Result<bool, TraceError> {
+        let kind = text::read_line(reader, bytes, MAX_LINE_BYTES).map_err(|e| TraceError::Io {
+            path: self.at(self.rep.lines + 1),
+            why: format!(
+                "cannot read ({}); is the file complete, text, and of the compression its name says?",
+                one_line(e)
+            ),
+        })?;
+        match kind {
+            Line::End => Ok(false),
+            Line::TooLong => Err(TraceError::Io {
+                path: self.at(self.rep.lines + 1),
+                why: format!(
+                    "line longer than {MAX_LINE_BYTES} bytes (1 MiB); is this a trace in the {} format? check the file and the format",
+                    self.format
+                ),
+            }),
+            Line::Text => Ok(true),
+        }
+    }
+
+    /// A malformed line: skipped and noted while `--skip-bad` allows, else the error.
+    fn skip_bad(&mut self, what: String) -> Result<(), TraceError> {
+        self.rep.skipped_count += 1;
+        if self.rep.skipped_count > self.opts.skip_bad {
+            let hint = if self.opts.skip_bad == 0 {
+                "; fix the line or pass --skip-bad N to tolerate N bad lines".to_string()
+            } else {
+                format!("; more than --skip-bad {} bad lines", self.opts.skip_bad)
+            };
+            return Err(TraceError::Io {
+                path: self.at(self.rep.lines),
+                why: format!("{what}{hint}"),
+            });
+        }
+        if self.rep.skipped.len() < 100 {
+            let line = format!("{}: {what}", self.at(self.rep.lines));
+            self.rep.skipped.push(line);
+        }
+        Ok(())
+    }
+
+    /// The request of `rec` (pages `lpn..end`) as rows for `sink`: checked against the
+    /// capacity, its time rebased and kept in order, counted, split at the meta map's
+    /// boundaries.
+    fn push(
+        &mut self,
+        rec: &IoRecord,
+        lpn: u64,
+        end: u64,
+        sink: &mut dyn FnMut(&Request) -> Result<(), TraceError>,
+    ) -> Result<(), TraceError> {
+        if rec.len_bytes == 0 && rec.op != Op::Flush {
+            return Ok(()); // zero-length I/O moves no page
+        }
+        if let Some(cap) = self.opts.capacity_pages {
             if rec.op != Op::Flush && end > cap {
                 return Err(TraceError::Io {
-                    path: at(rep.lines),
+                    path: self.at(self.rep.lines),
                     why: format!(
                         "offset {} + {} bytes ends at page {end}, beyond --capacity {cap} pages; raise --capacity or filter the device",
                         rec.offset_bytes, rec.len_bytes
@@ -410,18 +467,19 @@ pub fn import_lines(
         }
         // Times keep the file's order: one earlier than the previous request's (reordered by
         // the tracer, as real MSR and blkparse traces are) is clamped to it and counted.
-        let base = *first_ts.get_or_insert(rec.ts_ns);
-        if rec.ts_ns < last_ts {
+        let base = *self.first_ts.get_or_insert(rec.ts_ns);
+        let rep = &mut self.rep;
+        if rec.ts_ns < self.last_ts {
             rep.reordered += 1;
         }
-        last_ts = last_ts.max(rec.ts_ns);
+        self.last_ts = self.last_ts.max(rec.ts_ns);
         let pages = if rec.op == Op::Flush {
             0
         } else {
             (end - lpn) as u32 // at most 2^32 - 1: checked by `pages_of`
         };
         if rec.op != Op::Flush {
-            max_end = max_end.max(end);
+            self.max_end = self.max_end.max(end);
         }
         match rec.op {
             Op::Write => (rep.writes += 1, rep.write_pages += pages as u64),
@@ -430,47 +488,55 @@ pub fn import_lines(
             Op::Flush => (rep.flushes += 1, ()),
         };
         let mut r = Request {
-            ts_ns: last_ts - base,
+            ts_ns: self.last_ts - base,
             op: rec.op as u8,
             lpn,
             pages,
             pid: rec.pid,
             ..Default::default()
         };
-        if opts.meta_map.is_empty() || rec.op == Op::Flush {
+        if self.opts.meta_map.is_empty() || rec.op == Op::Flush {
             sink(&r)?;
             rep.rows += 1;
-        } else {
-            pieces.clear();
-            classify(&opts.meta_map, lpn, pages as u64, &mut |l, n, c| {
-                pieces.push((l, n, c))
-            });
-            for &(l, n, c) in &pieces {
-                r.lpn = l;
-                r.pages = n as u32;
-                r.meta = c;
-                sink(&r)?;
-                rep.rows += 1;
-            }
+            return Ok(());
         }
-    }
-    if rep.rows == 0 {
-        let mut why = format!("no requests to import in {} lines", rep.lines);
-        if rep.filtered_out > 0 {
-            why += &format!(", {} of other devices than --device", rep.filtered_out);
-        }
-        if rep.skipped_count > 0 {
-            why += &format!(", {} malformed lines skipped", rep.skipped_count);
-        }
-        return Err(TraceError::Io {
-            path: label.to_string(),
-            why: format!(
-                "{why}; check that the file is a {format} trace with read, write, trim or flush lines (and --device)"
-            ),
+        let pieces = &mut self.pieces;
+        pieces.clear();
+        classify(&self.opts.meta_map, lpn, pages as u64, &mut |l, n, c| {
+            pieces.push((l, n, c))
         });
+        for &(l, n, c) in pieces.iter() {
+            r.lpn = l;
+            r.pages = n as u32;
+            r.meta = c;
+            sink(&r)?;
+            rep.rows += 1;
+        }
+        Ok(())
     }
-    rep.capacity_pages = opts.capacity_pages.unwrap_or(max_end);
-    Ok(rep)
+
+    /// The report with the capacity set, or the error of an input that gave no request.
+    fn finish(self) -> Result<ImportReport, TraceError> {
+        let mut rep = self.rep;
+        if rep.rows == 0 {
+            let mut why = format!("no requests to import in {} lines", rep.lines);
+            if rep.filtered_out > 0 {
+                why += &format!(", {} of other devices than --device", rep.filtered_out);
+            }
+            if rep.skipped_count > 0 {
+                why += &format!(", {} malformed lines skipped", rep.skipped_count);
+            }
+            return Err(TraceError::Io {
+                path: self.label.to_string(),
+                why: format!(
+                    "{why}; check that the file is a {} trace with read, write, trim or flush lines (and --device)",
+                    self.format
+                ),
+            });
+        }
+        rep.capacity_pages = self.opts.capacity_pages.unwrap_or(self.max_end);
+        Ok(rep)
+    }
 }
 
 /// The page range `(lpn, end)` of a parsed record: a partial page at either end counts as a

@@ -235,10 +235,30 @@ impl FsModel {
             Some(Op::Trim) => valid.set(r.lpn, r.pages as u64, false),
             _ => {}
         };
-        let mut ids: FxHashMap<&str, u32> = FxHashMap::default();
         // Periodic trims belong to the trace's time, not to the aging's.
         let fstrim = self.opts.fstrim_interval_ns.take();
         self.next_fstrim_ns = u64::MAX;
+        self.apply_aging(ops, &mut sink)?;
+        self.sync_all(&mut sink)?;
+        self.opts.fstrim_interval_ns = fstrim;
+        let mut state = self.device_state(&valid);
+        for f in self.files.iter_mut().flatten() {
+            state.files += 1;
+            state.bytes += f.size;
+            // Aged files are cold and anonymous: no `pcstream.files` entry, file id 0.
+            f.out_id = 0;
+        }
+        self.out_paths.clear();
+        self.procs.clear();
+        self.reset_clocks_and_counters();
+        self.aged_free = Some((state.used_share, self.free.free_blocks()));
+        Ok(state)
+    }
+
+    /// The aging's file operations as events, one [`AGING_STEP_NS`] apart (a sync catches the
+    /// clock up with the writeback it ran).
+    fn apply_aging(&mut self, ops: &[AgeOp], sink: Sink) -> Result<(), FsError> {
+        let mut ids: FxHashMap<&str, u32> = FxHashMap::default();
         let mut t = 0u64;
         let ev = |op: FileOp, path: u32, t: u64| FileEvent {
             ts_ns: t,
@@ -260,7 +280,7 @@ impl FsModel {
                         flags: O_CREAT,
                         ..ev(FileOp::Open, id, t)
                     };
-                    self.apply(&open, &mut sink)?;
+                    self.apply(&open, sink)?;
                     let mut off = 0;
                     while off < *bytes {
                         let len = (*bytes - off).min(AGING_WRITE_BYTES);
@@ -269,23 +289,28 @@ impl FsModel {
                             len,
                             ..ev(FileOp::Write, id, t)
                         };
-                        self.apply(&w, &mut sink)?;
+                        self.apply(&w, sink)?;
                         off += len;
                     }
-                    self.apply(&ev(FileOp::Close, id, t), &mut sink)?;
+                    self.apply(&ev(FileOp::Close, id, t), sink)?;
                 }
                 AgeOp::Delete { path } => {
                     let id = ids.get(path.as_str()).copied().unwrap_or(0);
-                    self.apply(&ev(FileOp::Unlink, id, t), &mut sink)?;
+                    self.apply(&ev(FileOp::Unlink, id, t), sink)?;
                 }
                 AgeOp::Sync => {
-                    self.sync_all(&mut sink)?;
+                    self.sync_all(sink)?;
                     t = t.max(self.out.now);
                 }
             }
         }
-        self.sync_all(&mut sink)?;
-        self.opts.fstrim_interval_ns = fstrim;
+        Ok(())
+    }
+
+    /// The device after aging: the blocks in use, and those free in the file system that still
+    /// hold data (`valid`: written and not trimmed), as LBA runs and counts.
+    fn device_state(&self, valid: &Valid) -> AgedState {
+        let capacity = self.opts.capacity_pages;
         // Every block in use was written (mke2fs without lazy initialisation writes the inode
         // tables and the journal), whatever the aging itself wrote.
         let mut in_use = Valid(vec![u64::MAX; capacity.div_ceil(64) as usize]);
@@ -319,17 +344,7 @@ impl FsModel {
         state.stale.extend(stale_run);
         state.pages = state.extents.iter().map(|e| e.1).sum();
         state.used_share = state.used_blocks as f64 / capacity as f64;
-        for f in self.files.iter_mut().flatten() {
-            state.files += 1;
-            state.bytes += f.size;
-            // Aged files are cold and anonymous: no `pcstream.files` entry, file id 0.
-            f.out_id = 0;
-        }
-        self.out_paths.clear();
-        self.procs.clear();
-        self.reset_clocks_and_counters();
-        self.aged_free = Some((state.used_share, self.free.free_blocks()));
-        Ok(state)
+        state
     }
 
     /// Write back every dirty page, commit and checkpoint, as `sync` does.

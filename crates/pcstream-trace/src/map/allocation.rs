@@ -169,123 +169,175 @@ impl FsModel {
     ) -> Result<(), FsError> {
         let (mut l, mut rem) = (l, n);
         while rem > 0 {
-            if let Some(pa) = f.pa {
-                if l >= pa.lstart && l < pa.lstart + pa.len {
-                    let skip = l - pa.lstart;
-                    self.release_now(pa.pstart, skip);
-                    let k = rem.min(pa.len - skip);
-                    let phys = pa.pstart + skip;
-                    let left = pa.len - skip - k;
-                    f.pa = (left > 0).then_some(Prealloc {
-                        lstart: l + k,
-                        pstart: phys + k,
-                        len: left,
-                    });
-                    self.map(f, l, phys, k, unwritten, sink)?;
-                    l += k;
-                    rem -= k;
-                    continue;
-                }
-                self.discard_pa(f);
-            }
-            let size_blocks = f.size.div_ceil(BLOCK).max(l + rem);
-            let goal = self.goal(f, l);
-            // ext4's `ext4_mb_group_or_file` sends a file of at most `stream_req` blocks to the
-            // locality group's window whether or not it is open (measured on Linux 6.18: small
-            // files written, closed and synced land one after another in a 512-block window, a
-            // 32-block one apart).
-            let small = size_blocks <= self.opts.stream_request_pages;
-            if !small && f.open_fds == 0 && l + rem <= f.size.div_ceil(BLOCK) {
-                // Writeback of a larger file no one has open (written, closed, flushed later):
-                // NOPREALLOC — exactly the blocks asked for, at the goal or scanning on from the
-                // goal's group, with no preallocation window or global stream goal. (Measured: a
-                // real ext4 aged with closed files fills the groups after the goal and leaves the
-                // flex group's first group, the one holding the metadata, for last.)
-                let (s, k) = self.take(goal, rem, None, sink)?;
-                self.map(f, l, s, k, unwritten, sink)?;
-                l += k;
-                rem -= k;
-                continue;
-            }
-            if small {
-                // Small file: the locality group's window.
-                let lgi = (f.last_pid % self.lg.len() as u32) as usize;
-                if let Some((s, k)) = self.lg[lgi] {
-                    if k >= rem {
-                        self.lg[lgi] = (k > rem).then_some((s + rem, k - rem));
-                        self.map(f, l, s, rem, unwritten, sink)?;
-                        return Ok(());
-                    }
-                    self.lg[lgi] = None;
-                    self.release_now(s, k);
-                }
-                let (s, k) =
-                    self.take(goal, self.opts.group_prealloc_pages.max(rem), None, sink)?;
-                let used = k.min(rem);
-                if k > used {
-                    self.lg[lgi] = Some((s + used, k - used));
-                }
-                self.map(f, l, s, used, unwritten, sink)?;
-                l += used;
-                rem -= used;
-                continue;
-            }
-            // Stream allocation: a normalised window, tried at the goal only when it continues
-            // the file's previous extent (mballoc sets TRY_GOAL only to merge with a neighbour),
-            // then from the group of the last stream allocation of the inode's stream goal
-            // (`ino mod` the goal count; measured: RocksDB's flushes and compactions, files of
-            // different inodes, then keep to separate places as on ext4, docs/FSMODEL.md).
-            // A request reaching past its window gets the window now and the rest in the next
-            // round, as mballoc caps an allocation at its normalised window (measured: a 3.4 MiB
-            // table written back at once lands as two aligned 2 MiB windows on ext4).
-            // fallocate asks for exactly its range (ext4 passes NO_NORMALIZE when the range fits
-            // one unwritten extent): no window, so no power-of-two alignment either.
-            let (ws, wl) = if unwritten && rem <= EXT_UNWRITTEN_MAX_LEN {
-                (l, rem)
-            } else {
-                normalize(l, rem, size_blocks, self.opts.max_inode_prealloc_pages)
+            let k = match self.allocate_from_prealloc(f, l, rem, unwritten, sink)? {
+                Some(k) => k,
+                None => self.allocate_some(f, l, rem, unwritten, sink)?,
             };
-            // (A window capped below its alignment by `max_inode_prealloc_pages` may not hold
-            // the request's start: then the request itself.)
-            let wend = if ws <= l && l < ws + wl {
-                ws + wl
-            } else {
-                l + rem
-            };
-            let wend = wend.min(f.ext.next_mapped(l)).max(l + 1);
-            let total = wend - l;
-            let slot = f.ino as usize % self.stream_goals.len();
-            let from = self.stream_goals[slot];
-            let found = if f.ext.goal_for(l).is_some() {
-                self.free.find(goal, total, Some(from))
-            } else {
-                self.free.find_in_groups(total, from)
-            };
-            let found = match found {
-                Some((s, k)) if k >= total => Some((s, k)),
-                _ => None,
-            };
-            let (s, k) = match found {
-                Some((s, k)) => {
-                    self.free.take(s, k);
-                    self.jadd_group(s, k);
-                    (s, k)
-                }
-                None => self.take(goal, rem, Some(from), sink)?,
-            };
-            self.stream_goals[slot] = self.layout.group_of(s);
-            let used = k.min(rem);
-            if k > used {
-                f.pa = Some(Prealloc {
-                    lstart: l + used,
-                    pstart: s + used,
-                    len: k - used,
-                });
-            }
-            self.map(f, l, s, used, unwritten, sink)?;
-            l += used;
-            rem -= used;
+            l += k;
+            rem -= k;
         }
         Ok(())
+    }
+
+    /// Map the start of `[l, l + rem)` from the inode's preallocation when it holds `l`:
+    /// the blocks mapped. A preallocation that does not hold `l` is discarded (`None`).
+    fn allocate_from_prealloc(
+        &mut self,
+        f: &mut File,
+        l: u64,
+        rem: u64,
+        unwritten: bool,
+        sink: Sink,
+    ) -> Result<Option<u64>, FsError> {
+        let Some(pa) = f.pa else {
+            return Ok(None);
+        };
+        if !(l >= pa.lstart && l < pa.lstart + pa.len) {
+            self.discard_pa(f);
+            return Ok(None);
+        }
+        let skip = l - pa.lstart;
+        self.release_now(pa.pstart, skip);
+        let k = rem.min(pa.len - skip);
+        let phys = pa.pstart + skip;
+        let left = pa.len - skip - k;
+        f.pa = (left > 0).then_some(Prealloc {
+            lstart: l + k,
+            pstart: phys + k,
+            len: left,
+        });
+        self.map(f, l, phys, k, unwritten, sink)?;
+        Ok(Some(k))
+    }
+
+    /// Allocate and map the start of `[l, l + rem)` (no preallocation holds `l`): the blocks
+    /// mapped.
+    fn allocate_some(
+        &mut self,
+        f: &mut File,
+        l: u64,
+        rem: u64,
+        unwritten: bool,
+        sink: Sink,
+    ) -> Result<u64, FsError> {
+        let size_blocks = f.size.div_ceil(BLOCK).max(l + rem);
+        let goal = self.goal(f, l);
+        // ext4's `ext4_mb_group_or_file` sends a file of at most `stream_req` blocks to the
+        // locality group's window whether or not it is open (measured on Linux 6.18: small
+        // files written, closed and synced land one after another in a 512-block window, a
+        // 32-block one apart).
+        let small = size_blocks <= self.opts.stream_request_pages;
+        if !small && f.open_fds == 0 && l + rem <= f.size.div_ceil(BLOCK) {
+            // Writeback of a larger file no one has open (written, closed, flushed later):
+            // NOPREALLOC — exactly the blocks asked for, at the goal or scanning on from the
+            // goal's group, with no preallocation window or global stream goal. (Measured: a
+            // real ext4 aged with closed files fills the groups after the goal and leaves the
+            // flex group's first group, the one holding the metadata, for last.)
+            let (s, k) = self.take(goal, rem, None, sink)?;
+            self.map(f, l, s, k, unwritten, sink)?;
+            return Ok(k);
+        }
+        if small {
+            return self.allocate_small(f, l, rem, goal, unwritten, sink);
+        }
+        self.allocate_stream(f, l, rem, size_blocks, goal, unwritten, sink)
+    }
+
+    /// A small file: the start of `[l, l + rem)` from the locality group's window (a new
+    /// window when the current one is too small; what is left of it stays the group's).
+    fn allocate_small(
+        &mut self,
+        f: &mut File,
+        l: u64,
+        rem: u64,
+        goal: u64,
+        unwritten: bool,
+        sink: Sink,
+    ) -> Result<u64, FsError> {
+        let lgi = (f.last_pid % self.lg.len() as u32) as usize;
+        if let Some((s, k)) = self.lg[lgi] {
+            if k >= rem {
+                self.lg[lgi] = (k > rem).then_some((s + rem, k - rem));
+                self.map(f, l, s, rem, unwritten, sink)?;
+                return Ok(rem);
+            }
+            self.lg[lgi] = None;
+            self.release_now(s, k);
+        }
+        let (s, k) = self.take(goal, self.opts.group_prealloc_pages.max(rem), None, sink)?;
+        let used = k.min(rem);
+        if k > used {
+            self.lg[lgi] = Some((s + used, k - used));
+        }
+        self.map(f, l, s, used, unwritten, sink)?;
+        Ok(used)
+    }
+
+    /// Stream allocation: a normalised window, tried at the goal only when it continues
+    /// the file's previous extent (mballoc sets TRY_GOAL only to merge with a neighbour),
+    /// then from the group of the last stream allocation of the inode's stream goal
+    /// (`ino mod` the goal count; measured: RocksDB's flushes and compactions, files of
+    /// different inodes, then keep to separate places as on ext4, docs/FSMODEL.md).
+    /// A request reaching past its window gets the window now and the rest in the next
+    /// round, as mballoc caps an allocation at its normalised window (measured: a 3.4 MiB
+    /// table written back at once lands as two aligned 2 MiB windows on ext4). The surplus
+    /// of the window becomes the inode's preallocation.
+    #[allow(clippy::too_many_arguments)]
+    fn allocate_stream(
+        &mut self,
+        f: &mut File,
+        l: u64,
+        rem: u64,
+        size_blocks: u64,
+        goal: u64,
+        unwritten: bool,
+        sink: Sink,
+    ) -> Result<u64, FsError> {
+        // fallocate asks for exactly its range (ext4 passes NO_NORMALIZE when the range fits
+        // one unwritten extent): no window, so no power-of-two alignment either.
+        let (ws, wl) = if unwritten && rem <= EXT_UNWRITTEN_MAX_LEN {
+            (l, rem)
+        } else {
+            normalize(l, rem, size_blocks, self.opts.max_inode_prealloc_pages)
+        };
+        // (A window capped below its alignment by `max_inode_prealloc_pages` may not hold
+        // the request's start: then the request itself.)
+        let wend = if ws <= l && l < ws + wl {
+            ws + wl
+        } else {
+            l + rem
+        };
+        let wend = wend.min(f.ext.next_mapped(l)).max(l + 1);
+        let total = wend - l;
+        let slot = f.ino as usize % self.stream_goals.len();
+        let from = self.stream_goals[slot];
+        let found = if f.ext.goal_for(l).is_some() {
+            self.free.find(goal, total, Some(from))
+        } else {
+            self.free.find_in_groups(total, from)
+        };
+        let found = match found {
+            Some((s, k)) if k >= total => Some((s, k)),
+            _ => None,
+        };
+        let (s, k) = match found {
+            Some((s, k)) => {
+                self.free.take(s, k);
+                self.jadd_group(s, k);
+                (s, k)
+            }
+            None => self.take(goal, rem, Some(from), sink)?,
+        };
+        self.stream_goals[slot] = self.layout.group_of(s);
+        let used = k.min(rem);
+        if k > used {
+            f.pa = Some(Prealloc {
+                lstart: l + used,
+                pstart: s + used,
+                len: k - used,
+            });
+        }
+        self.map(f, l, s, used, unwritten, sink)?;
+        Ok(used)
     }
 }

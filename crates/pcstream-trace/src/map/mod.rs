@@ -70,6 +70,9 @@ const FALLOC_INSERT_RANGE: u32 = 0x20;
 const MAX_FILE_BYTES: u64 = 1 << 44;
 /// Largest write-life hint Linux accepts (`RWH_WRITE_LIFE_EXTREME`).
 const MAX_RW_HINT: u64 = 5;
+/// Timer rounds `finish` runs before it calls the model stuck: each round writes back or
+/// commits something, so a real trace settles in a few thousand.
+const SETTLE_ROUNDS: u32 = 1_000_000;
 /// Largest single write Linux performs (`MAX_RW_COUNT`).
 const MAX_WRITE_BYTES: u64 = 0x7fff_f000;
 
@@ -365,20 +368,42 @@ impl FsModel {
     /// dirty data, the running transaction and dirty metadata have reached the disk. Returns the
     /// summary.
     pub fn finish(&mut self, sink: &mut dyn FnMut(Request)) -> Result<MapSummary, FsError> {
-        let mut guard = 0;
+        self.settle(sink, SETTLE_ROUNDS)?;
+        Ok(self.summary())
+    }
+
+    /// Run the timers until the model is idle, at most `rounds` times: a model that is still
+    /// busy after that would never settle, and is an error naming what it still holds rather
+    /// than a summary of a half-written disk.
+    fn settle(&mut self, sink: &mut dyn FnMut(Request), rounds: u32) -> Result<(), FsError> {
+        let mut round = 0;
         while !self.idle() {
+            if round == rounds {
+                return Err(FsError {
+                    event: self.events.saturating_sub(1),
+                    what: format!(
+                        "the model did not settle after the last event in {rounds} timer rounds \
+                         ({} dirty pages, {} blocks in the running transaction, home metadata {}); \
+                         the trace's output would be incomplete, please report this trace",
+                        self.dirty_pages,
+                        self.journal.running_len(),
+                        if self.journal.home_dirty() {
+                            "dirty"
+                        } else {
+                            "clean"
+                        },
+                    ),
+                });
+            }
             let commit_at = self
                 .journal
                 .started_ns
                 .map_or(u64::MAX, |s| s.saturating_add(self.opts.commit_interval_ns));
             let next = self.next_wb_ns.min(commit_at).max(self.out.now);
             self.advance(next, sink)?;
-            guard += 1;
-            if guard > 1_000_000 {
-                break;
-            }
+            round += 1;
         }
-        Ok(self.summary())
+        Ok(())
     }
 
     /// The counters so far.
@@ -431,7 +456,6 @@ pub fn map_file_trace(
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<MapSummary, TraceError> {
     let mut reader = FileTraceReader::open(input)?;
-    let total = reader.num_rows();
     let mut model = FsModel::new(opts.clone()).map_err(|e| TraceError::Gen(e.what))?;
     let aged = match opts.age {
         Some(spec) => {
@@ -460,27 +484,55 @@ pub fn map_file_trace(
         ..Default::default()
     };
     let mut writer = BlockTraceWriter::create(output, &meta, DEFAULT_ROW_GROUP_ROWS)?;
-    // The aged state leads the trace: one write per LBA run, all at time 0.
     if let Some(a) = &aged {
-        for &(lpn, pages) in &a.extents {
-            let mut left = pages;
-            let mut at = lpn;
-            while left > 0 {
-                let n = left.min(u32::MAX as u64);
-                writer.push(&Request::write(at, n as u32))?;
-                at += n;
-                left -= n;
-            }
-        }
-        meta.aged = Some(AgedRows {
-            rows: a
-                .extents
-                .iter()
-                .map(|e| e.1.div_ceil(u32::MAX as u64))
-                .sum(),
-            pages: a.pages,
-        });
+        meta.aged = Some(write_aged(&mut writer, a)?);
     }
+    let mut summary = map_events(&mut reader, &mut model, &mut writer, opts, progress)?;
+    for (name, n) in reader.unknown_ops() {
+        summary
+            .warnings
+            .push(format!("{n} events with op '{name}' were not modelled"));
+    }
+    summary.aged = aged;
+    meta.files = model.files_table();
+    writer.set_meta(&meta);
+    writer.finish()?;
+    Ok(summary)
+}
+
+/// The aged state leads the trace: one write per LBA run (split at 2^32 − 1 pages), all at
+/// time 0. Returns what the trace's metadata says of them.
+fn write_aged(writer: &mut BlockTraceWriter, a: &aging::AgedState) -> Result<AgedRows, TraceError> {
+    for &(lpn, pages) in &a.extents {
+        let mut left = pages;
+        let mut at = lpn;
+        while left > 0 {
+            let n = left.min(u32::MAX as u64);
+            writer.push(&Request::write(at, n as u32))?;
+            at += n;
+            left -= n;
+        }
+    }
+    Ok(AgedRows {
+        rows: a
+            .extents
+            .iter()
+            .map(|e| e.1.div_ceil(u32::MAX as u64))
+            .sum(),
+        pages: a.pages,
+    })
+}
+
+/// Every event of `reader` through `model` (those of other devices than `--dev` skipped), then
+/// the model's end, the requests into `writer`; a model error names the event's row.
+fn map_events(
+    reader: &mut FileTraceReader,
+    model: &mut FsModel,
+    writer: &mut BlockTraceWriter,
+    opts: &MapOptions,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<MapSummary, TraceError> {
+    let total = reader.num_rows();
     // Requests of a batch of events are collected, then written (the writer checks each row).
     let mut reqs: Vec<Request> = Vec::new();
     let mut batch = Vec::new();
@@ -517,15 +569,6 @@ pub fn map_file_trace(
             opts.only_dev.unwrap_or(0)
         ));
     }
-    for (name, n) in reader.unknown_ops() {
-        summary
-            .warnings
-            .push(format!("{n} events with op '{name}' were not modelled"));
-    }
-    summary.aged = aged;
-    meta.files = model.files_table();
-    writer.set_meta(&meta);
-    writer.finish()?;
     Ok(summary)
 }
 
@@ -552,5 +595,41 @@ mod tests {
         // 2 groups: group 0 holds the metadata; group 1, after its superblock backup.
         assert_eq!(first_block(65_536), 32_801);
         assert_eq!(first_block(16_777_216), 8_421_376);
+    }
+
+    /// A model that cannot settle in the rounds allowed is an error that says what it holds,
+    /// not a summary of a disk with dirty pages left in memory.
+    #[test]
+    fn a_model_that_does_not_settle_is_an_error() {
+        use crate::filetrace::{FileEvent, FileOp};
+        let mut m = FsModel::new(MapOptions::from_mount_opts(262_144, "").unwrap()).unwrap();
+        m.register_path(1, "/data/a");
+        let ev = |op, flags, len| FileEvent {
+            ts_ns: 1,
+            pid: 1,
+            tid: 1,
+            op,
+            fd: 3,
+            dev: 1,
+            ino: 1,
+            path: 1,
+            flags,
+            len,
+            ..Default::default()
+        };
+        let mut sink = |_: Request| {};
+        m.apply(&ev(FileOp::Open, O_CREAT | 0o1, 0), &mut sink)
+            .unwrap();
+        m.apply(&ev(FileOp::Write, 0, 8 * BLOCK), &mut sink)
+            .unwrap();
+        let e = m.settle(&mut sink, 0).unwrap_err();
+        assert_eq!(e.event, 1);
+        assert!(
+            e.what.starts_with("the model did not settle") && e.what.contains("8 dirty pages"),
+            "{e}"
+        );
+        // With the rounds it needs, the same model settles.
+        m.settle(&mut sink, SETTLE_ROUNDS).unwrap();
+        assert!(m.idle());
     }
 }

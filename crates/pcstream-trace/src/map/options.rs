@@ -112,25 +112,6 @@ impl MapOptions {
                 Some((k, v)) => (k, Some(v)),
                 None => (opt, None),
             };
-            fn need<'a>(opt: &str, v: Option<&'a str>) -> Result<&'a str, TraceError> {
-                v.filter(|v| !v.is_empty())
-                    .ok_or_else(|| opt_err(opt, "needs a value, e.g. commit=5"))
-            }
-            let secs = |v: Option<&str>| -> Result<u64, TraceError> {
-                let v = need(opt, v)?;
-                let s: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
-                    .ok_or_else(|| opt_err(opt, "expected a positive number of seconds"))?;
-                Ok((s * NS as f64).round() as u64)
-            };
-            let count = |v: Option<&str>| -> Result<u64, TraceError> {
-                let v = need(opt, v)?;
-                parse_size(v).ok_or_else(|| {
-                    opt_err(opt, "expected a positive number (K/M/G suffixes allowed)")
-                })
-            };
             match (key, val) {
                 ("discard", None) => o.discard = true,
                 ("nodiscard", None) => o.discard = false,
@@ -140,22 +121,22 @@ impl MapOptions {
                 ("barrier", Some("0")) => o.barrier = false,
                 ("auto_da_alloc", None) => o.auto_da_alloc = true,
                 ("noauto_da_alloc", None) => o.auto_da_alloc = false,
-                ("commit", v) => o.commit_interval_ns = secs(v)?,
-                ("fstrim", v) => o.fstrim_interval_ns = Some(secs(v)?),
-                ("dirty_expire", v) => o.dirty_expire_ns = secs(v)?,
-                ("writeback_interval", v) => o.writeback_interval_ns = secs(v)?,
+                ("commit", v) => o.commit_interval_ns = secs(opt, v)?,
+                ("fstrim", v) => o.fstrim_interval_ns = Some(secs(opt, v)?),
+                ("dirty_expire", v) => o.dirty_expire_ns = secs(opt, v)?,
+                ("writeback_interval", v) => o.writeback_interval_ns = secs(opt, v)?,
                 ("dirty_bytes", v) => {
-                    o.dirty_bytes_limit = count(v)?;
+                    o.dirty_bytes_limit = count(opt, v)?;
                     dirty_set = true;
                 }
-                ("ram", v) => o.ram_bytes = count(v)?,
-                ("journal_pages", v) => o.journal_pages = count(v)?,
+                ("ram", v) => o.ram_bytes = count(opt, v)?,
+                ("journal_pages", v) => o.journal_pages = count(opt, v)?,
                 ("max_request_pages", v) => {
-                    o.max_request_pages = u32::try_from(count(v)?)
+                    o.max_request_pages = u32::try_from(count(opt, v)?)
                         .map_err(|_| opt_err(opt, "too large; at most 4294967295"))?
                 }
                 ("cpus", v) => {
-                    o.cpus = u32::try_from(count(v)?)
+                    o.cpus = u32::try_from(count(opt, v)?)
                         .map_err(|_| opt_err(opt, "too large"))?
                         .min(1024)
                 }
@@ -183,6 +164,29 @@ impl MapOptions {
         }
         Ok(o)
     }
+}
+
+/// The value of the mount option `opt` (`v`), which must have one.
+fn need<'a>(opt: &str, v: Option<&'a str>) -> Result<&'a str, TraceError> {
+    v.filter(|v| !v.is_empty())
+        .ok_or_else(|| opt_err(opt, "needs a value, e.g. commit=5"))
+}
+
+/// The value of `opt` as a positive number of seconds, in nanoseconds.
+fn secs(opt: &str, v: Option<&str>) -> Result<u64, TraceError> {
+    let v = need(opt, v)?;
+    let s: f64 = v
+        .parse()
+        .ok()
+        .filter(|s: &f64| s.is_finite() && *s > 0.0 && *s < 1e9)
+        .ok_or_else(|| opt_err(opt, "expected a positive number of seconds"))?;
+    Ok((s * NS as f64).round() as u64)
+}
+
+/// The value of `opt` as a positive count or size (K/M/G suffixes).
+fn count(opt: &str, v: Option<&str>) -> Result<u64, TraceError> {
+    let v = need(opt, v)?;
+    parse_size(v).ok_or_else(|| opt_err(opt, "expected a positive number (K/M/G suffixes allowed)"))
 }
 
 /// "123", "64K", "8M", "2G" (powers of 1024); `None` for 0 or garbage.

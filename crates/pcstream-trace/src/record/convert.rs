@@ -12,7 +12,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::coalesce::Coalescer;
 use super::merge::Merge;
-use super::shimlog::{ShimLogs, VIA_RECOVERED, VIA_STDIO_INLINE};
+use super::shimlog::{ShimLogs, ShimRecord, VIA_RECOVERED, VIA_STDIO_INLINE};
 use crate::blocktrace::TraceMeta;
 use crate::error::TraceError;
 use crate::filetrace::{FileEvent, FileOp, FileTraceWriter};
@@ -55,17 +55,60 @@ pub fn write_file_trace(
     source: &str,
     coalesce: bool,
 ) -> Result<FileTraceSummary, TraceError> {
-    let mut merge = Merge::new(logs);
+    let mut merge = Merge::new(&logs.bins);
     let mut writer = FileTraceWriter::create(out)?;
-    // Dense path ids in order of first use; signatures actually used.
-    let mut ids: FxHashMap<u64, u32> = FxHashMap::default();
-    let mut paths: BTreeMap<u32, String> = BTreeMap::new();
-    let mut id_of = |h: u64| -> u32 {
+    let mut ids = PathIds::default();
+    let mut pcs: FxHashSet<u64> = FxHashSet::default();
+    let mut s = FileTraceSummary::default();
+    let mut coalescer = coalesce.then(Coalescer::new);
+    while let Some(r) = merge.next()? {
+        let ev = ids.event(&r, logs);
+        if r.pc != 0 {
+            pcs.insert(r.pc);
+        }
+        s.count(&ev);
+        match &mut coalescer {
+            Some(c) => c.push(ev, &mut |e| writer.push(e))?,
+            None => writer.push(ev)?,
+        }
+    }
+    if let Some(c) = coalescer {
+        s.coalesced_writes = c.finish(&mut |e| writer.push(e))?;
+    }
+    let table = pcs_table(logs, pcs);
+    s.signatures = table.len();
+    let meta = TraceMeta {
+        source: source.to_string(),
+        pcs: serde_json::Value::Object(table),
+        ..Default::default()
+    };
+    s.paths = ids.paths.len();
+    s.records = writer.finish(&meta, &ids.paths)?;
+    s.processes = logs.processes.len();
+    s.warnings = logs.warnings.clone();
+    s.lost_processes = logs.lost.clone();
+    s.torn_bytes = logs.torn_bytes;
+    s.unplaced_bytes = logs.unplaced_bytes;
+    Ok(s)
+}
+
+/// Dense path ids, in order of first use, for the path hashes of the records.
+#[derive(Default)]
+struct PathIds {
+    ids: FxHashMap<u64, u32>,
+    /// Id → path (`?<hash>` for a hash no `P` line named).
+    paths: BTreeMap<u32, String>,
+}
+
+impl PathIds {
+    /// The id of the path hash `h` (0: no path).
+    fn id(&mut self, h: u64, logs: &ShimLogs) -> u32 {
         if h == 0 {
             return 0;
         }
-        let next = ids.len() as u32 + 1;
-        *ids.entry(h).or_insert_with(|| {
+        let next = self.ids.len() as u32 + 1;
+        let paths = &mut self.paths;
+        *self.ids.entry(h).or_insert_with(|| {
             paths.insert(
                 next,
                 logs.paths
@@ -75,19 +118,18 @@ pub fn write_file_trace(
             );
             next
         })
-    };
-    let mut pcs: FxHashSet<u64> = FxHashSet::default();
-    let mut s = FileTraceSummary::default();
-    let mut coalescer = coalesce.then(Coalescer::new);
-    while let Some(r) = merge.next()? {
+    }
+
+    /// The file-level event of the record `r`, its paths as ids.
+    fn event(&mut self, r: &ShimRecord, logs: &ShimLogs) -> FileEvent {
         let op = FileOp::from_code(r.op).unwrap_or(FileOp::Unknown);
-        let path = id_of(r.path);
+        let path = self.id(r.path, logs);
         let path2 = if op == FileOp::Rename {
-            id_of(r.aux)
+            self.id(r.aux, logs)
         } else {
             0
         };
-        let ev = FileEvent {
+        FileEvent {
             ts_ns: r.ts_ns,
             pid: r.pid,
             tid: r.tid,
@@ -101,36 +143,35 @@ pub fn write_file_trace(
             flags: r.flags,
             path,
             path2,
-        };
-        if r.pc != 0 {
-            pcs.insert(r.pc);
         }
-        match op {
+    }
+}
+
+impl FileTraceSummary {
+    /// Count the program's event `ev` (before coalescing).
+    fn count(&mut self, ev: &FileEvent) {
+        match ev.op {
             FileOp::Write => {
-                s.writes += 1;
-                s.write_bytes += r.len;
-                if r.flags & VIA_RECOVERED != 0 {
-                    s.recovered_bytes += r.len;
+                self.writes += 1;
+                self.write_bytes += ev.len;
+                if ev.flags & VIA_RECOVERED != 0 {
+                    self.recovered_bytes += ev.len;
                 }
-                if r.flags & VIA_STDIO_INLINE != 0 {
-                    s.inline_stdio_bytes += r.len;
+                if ev.flags & VIA_STDIO_INLINE != 0 {
+                    self.inline_stdio_bytes += ev.len;
                 }
             }
-            FileOp::SetHint => s.hint_events += 1,
+            FileOp::SetHint => self.hint_events += 1,
             _ => {}
         }
-        match &mut coalescer {
-            Some(c) => c.push(ev, &mut |e| writer.push(e))?,
-            None => writer.push(ev)?,
-        }
     }
-    if let Some(c) = coalescer {
-        s.coalesced_writes = c.finish(&mut |e| writer.push(e))?;
-    }
+}
+
+/// `pcstream.pcs`: the signatures used, in order, with their frames.
+fn pcs_table(logs: &ShimLogs, pcs: FxHashSet<u64>) -> serde_json::Map<String, serde_json::Value> {
     let mut used: Vec<u64> = pcs.into_iter().collect();
     used.sort_unstable();
-    let table: serde_json::Map<String, serde_json::Value> = used
-        .into_iter()
+    used.into_iter()
         .map(|pc| {
             let frames: Vec<serde_json::Value> = logs
                 .sigs
@@ -145,21 +186,7 @@ pub fn write_file_trace(
                 .unwrap_or_default();
             (pc.to_string(), serde_json::Value::Array(frames))
         })
-        .collect();
-    s.signatures = table.len();
-    let meta = TraceMeta {
-        source: source.to_string(),
-        pcs: serde_json::Value::Object(table),
-        ..Default::default()
-    };
-    s.paths = paths.len();
-    s.records = writer.finish(&meta, &paths)?;
-    s.processes = logs.processes.len();
-    s.warnings = logs.warnings.clone();
-    s.lost_processes = logs.lost.clone();
-    s.torn_bytes = logs.torn_bytes;
-    s.unplaced_bytes = logs.unplaced_bytes;
-    Ok(s)
+        .collect()
 }
 
 #[cfg(test)]

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
 
-use super::shimlog::{
-    check_header, decode_record, ShimLogError, ShimLogs, ShimRecord, HEADER_BYTES, RECORD_BYTES,
+use super::shimbin::{
+    check_header, decode_record, ShimLogError, ShimRecord, HEADER_BYTES, RECORD_BYTES,
 };
 use crate::error::{one_line, TraceError};
 use crate::filetrace::FileOp;
@@ -176,9 +176,10 @@ struct Cursor {
     pos: usize,
 }
 
-/// All records of a [`ShimLogs`] in time order; see the module documentation.
+/// All records of the indexed `.bin` files (`ShimLogs::bins` of a log directory) in time
+/// order; see the module documentation.
 pub struct Merge<'a> {
-    logs: &'a ShimLogs,
+    bins: &'a [BinLog],
     heap: BinaryHeap<Reverse<(Key, u32)>>,
     cursors: Vec<Cursor>,
     files: Vec<(u32, File)>,
@@ -186,10 +187,10 @@ pub struct Merge<'a> {
 }
 
 impl<'a> Merge<'a> {
-    pub fn new(logs: &'a ShimLogs) -> Merge<'a> {
+    pub fn new(bins: &'a [BinLog]) -> Merge<'a> {
         let mut cursors = Vec::new();
         let mut heap = BinaryHeap::new();
-        for (b, bin) in logs.bins.iter().enumerate() {
+        for (b, bin) in bins.iter().enumerate() {
             for (s, st) in bin.streams.iter().enumerate() {
                 let Some(&(first, _)) = st.runs.first() else {
                     continue;
@@ -207,17 +208,12 @@ impl<'a> Merge<'a> {
             }
         }
         Merge {
-            logs,
+            bins,
             heap,
             cursors,
             files: Vec::new(),
             raw: Vec::new(),
         }
-    }
-
-    /// Streams not yet exhausted.
-    pub fn live_streams(&self) -> usize {
-        self.heap.len()
     }
 
     /// The next record in time order, `None` at the end. An error means a file changed or
@@ -227,7 +223,7 @@ impl<'a> Merge<'a> {
         let live = self.heap.len();
         let chunk = (MERGE_BUDGET / live.max(1)).clamp(REFILL_MIN, REFILL_MAX);
         let Merge {
-            logs,
+            bins,
             heap,
             cursors,
             files,
@@ -238,12 +234,12 @@ impl<'a> Merge<'a> {
         };
         let c = &mut cursors[(top.0).1 as usize];
         if c.pos == c.buf.len() {
-            c.fill(logs, files, raw, chunk)?;
+            c.fill(bins, files, raw, chunk)?;
         }
         let rec = c.buf[c.pos].1;
         c.pos += 1;
         if c.pos == c.buf.len() {
-            c.fill(logs, files, raw, chunk)?;
+            c.fill(bins, files, raw, chunk)?;
         }
         match c.buf.get(c.pos) {
             Some(&(idx, r)) => (top.0).0 = (r.ts_ns, r.pid, r.tid, c.bin, idx),
@@ -260,7 +256,7 @@ impl Cursor {
     /// Read up to `n` more records of the stream into `buf` (left empty at its end).
     fn fill(
         &mut self,
-        logs: &ShimLogs,
+        bins: &[BinLog],
         files: &mut Vec<(u32, File)>,
         raw: &mut Vec<u8>,
         n: usize,
@@ -270,7 +266,7 @@ impl Cursor {
         if self.buf.capacity() > 2 * n {
             self.buf.shrink_to(n);
         }
-        let bin = &logs.bins[self.bin as usize];
+        let bin = &bins[self.bin as usize];
         let stream = &bin.streams[self.stream as usize];
         if self.run >= stream.runs.len() {
             return Ok(());

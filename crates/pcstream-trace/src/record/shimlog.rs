@@ -3,10 +3,10 @@
 //! `<pid>.<start>.txt` (path, signature and warning lines) — read into [`ShimLogs`].
 //!
 //! [`read_dir`] does not keep the records: it reads every `.bin` once to check it and to index
-//! each thread's runs of records ([`super::merge`]), and keeps the tables of the `.txt` files
-//! (paths, signatures, warnings). The records are read again, in time order, by
-//! [`super::merge::Merge`]. Memory follows the number of files, threads and table entries, not
-//! the number of records.
+//! each thread's runs of records ([`super::merge`]; one file's layout is [`super::shimbin`]'s),
+//! and keeps the tables of the `.txt` files (paths, signatures, warnings). The records are read
+//! again, in time order, by [`super::merge::Merge`]. Memory follows the number of files, threads
+//! and table entries, not the number of records.
 //!
 //! A process killed before it flushed leaves fewer records and no `E` line: that is reported as a
 //! loss, not an error. Malformed files are errors naming the file and the byte offset. Warning
@@ -18,27 +18,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use thiserror::Error;
-
 use super::merge::{index_bin, BinLog};
-
-/// Bytes in a `.bin` header and in one record (fixed by `pcshim.h`).
-pub const HEADER_BYTES: usize = 32;
-pub const RECORD_BYTES: usize = 88;
-pub const MAGIC: &[u8; 8] = b"PCSHIM01";
-
-/// What can be wrong with a log directory; one line naming the file and the byte offset.
-#[derive(Debug, Error)]
-pub enum ShimLogError {
-    #[error("{path}: cannot read the shim logs ({why}); check that the directory exists")]
-    Io { path: String, why: String },
-    #[error("{path}: byte {offset}: {what}; the log was not written by this pcstream's shim (rebuild with 'make install')")]
-    Bad {
-        path: String,
-        offset: usize,
-        what: String,
-    },
-}
+pub use super::shimbin::{
+    check_header, decode_record, ShimLogError, ShimRecord, HEADER_BYTES, MAGIC, RECORD_BYTES,
+};
 
 /// `flags` bits of a write record (`enum pcshim_write_via`): how the bytes reached the file.
 pub const VIA_STDIO: u32 = 1 << 0;
@@ -65,25 +48,6 @@ pub const UNPLACED_WARNING: &str = "unplaced: ";
 
 /// Names listed in an aggregated warning before "and N more".
 const LISTED: usize = 8;
-
-/// One `struct pcshim_record`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShimRecord {
-    pub ts_ns: u64,
-    pub offset: u64,
-    pub len: u64,
-    pub pc: u64,
-    pub dev: u64,
-    pub ino: u64,
-    pub path: u64,
-    pub aux: u64,
-    pub pid: u32,
-    pub tid: u32,
-    pub fd: i32,
-    pub flags: u32,
-    pub op: u16,
-    pub nframes: u16,
-}
 
 /// One frame of a signature: module path, module id (build-id or path hash), offset from its load bias.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -139,69 +103,6 @@ pub struct TxtEnd {
     pub ended: bool,
     /// It set up an io_uring (a `W io_uring: ...` line).
     pub io_uring: bool,
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
-
-/// Decode one 88-byte record (`r` holds at least [`RECORD_BYTES`] bytes).
-#[inline]
-pub fn decode_record(r: &[u8]) -> ShimRecord {
-    ShimRecord {
-        ts_ns: u64_at(r, 0),
-        offset: u64_at(r, 8),
-        len: u64_at(r, 16),
-        pc: u64_at(r, 24),
-        dev: u64_at(r, 32),
-        ino: u64_at(r, 40),
-        path: u64_at(r, 48),
-        aux: u64_at(r, 56),
-        pid: u32_at(r, 64),
-        tid: u32_at(r, 68),
-        fd: u32_at(r, 72) as i32,
-        flags: u32_at(r, 76),
-        op: u16::from_le_bytes([r[80], r[81]]),
-        nframes: u16::from_le_bytes([r[82], r[83]]),
-    }
-}
-
-/// Check a `.bin` header (`b` = the file's first bytes, at most [`HEADER_BYTES`] of them);
-/// returns the pid. `label` names the file in errors.
-pub fn check_header(label: &str, b: &[u8]) -> Result<u32, ShimLogError> {
-    let bad = |offset: usize, what: String| ShimLogError::Bad {
-        path: label.into(),
-        offset,
-        what,
-    };
-    if b.len() < HEADER_BYTES {
-        return Err(bad(
-            0,
-            format!(
-                "{} bytes, shorter than the {HEADER_BYTES}-byte header",
-                b.len()
-            ),
-        ));
-    }
-    if &b[..8] != MAGIC {
-        return Err(bad(0, "bad magic (expected PCSHIM01)".into()));
-    }
-    let version = u32_at(b, 8);
-    if version != 1 {
-        return Err(bad(8, format!("log version {version}, expected 1")));
-    }
-    let size = u32_at(b, 12) as usize;
-    if size != RECORD_BYTES {
-        return Err(bad(
-            12,
-            format!("record size {size}, expected {RECORD_BYTES}"),
-        ));
-    }
-    Ok(u32_at(b, 16))
 }
 
 /// Reads "<hex> <len> <bytes>\n" at `at`; returns (hex, bytes, next position).
@@ -454,7 +355,7 @@ mod tests {
     }
 
     fn all(logs: &ShimLogs) -> Vec<ShimRecord> {
-        let mut m = Merge::new(logs);
+        let mut m = Merge::new(&logs.bins);
         let mut v = Vec::new();
         while let Some(r) = m.next().unwrap() {
             v.push(r);
@@ -465,7 +366,10 @@ mod tests {
     #[test]
     fn bin_round_trip_and_torn_tail() {
         let dir = tempfile::tempdir().unwrap();
-        let recs = [record(2, 10), record(11, 20)];
+        let recs = [
+            record(FileOp::Write as u16, 10),
+            record(FileOp::Close as u16, 20),
+        ];
         write_bin(dir.path(), "42.1.bin", &recs, &[1, 2, 3]);
         std::fs::write(dir.path().join("42.1.txt"), "E 2\n").unwrap();
         let logs = read_dir(dir.path()).unwrap();
@@ -496,7 +400,8 @@ mod tests {
         std::fs::write(&p, h).unwrap();
         let e = read_dir(dir.path()).unwrap_err().to_string();
         assert!(e.contains("x.bin: byte 0: bad magic"), "{e}");
-        let p = write_bin(dir.path(), "x.bin", &[record(2, 1), record(99, 2)], &[]);
+        let write = record(FileOp::Write as u16, 1);
+        let p = write_bin(dir.path(), "x.bin", &[write, record(99, 2)], &[]); // 99: no op has it
         let e = crate::record::merge::index_bin(&p).unwrap_err().to_string();
         assert!(
             e.contains("byte 200") && e.contains("record 1: unknown op 99"),
@@ -539,7 +444,7 @@ mod tests {
             w.record(&ShimRecord {
                 pid,
                 tid: pid,
-                ..record(15, 5)
+                ..record(FileOp::Spawn as u16, 5)
             })
             .unwrap();
             if pid != 44 {

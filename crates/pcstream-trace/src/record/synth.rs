@@ -226,53 +226,11 @@ pub fn write_synthetic(dir: &Path, spec: &SynthSpec) -> std::io::Result<SynthTot
         let pid = 1000 + p;
         let mut w = LogWriter::create(dir, pid, 1, 1_000 + p as u64)?;
         for t in 0..nt {
-            let file = 0x5eed_0000_0000 + (p as u64) * 1000 + t as u64;
-            w.path(file, &format!("/synth/p{p}/t{t}.log"))?;
-            let mut pcs = [0u64; 4];
-            for (k, pc) in pcs.iter_mut().enumerate() {
-                *pc = 0xabc0_0000 + (p as u64) * 10_000 + t as u64 * 10 + k as u64;
-                let frames = [
-                    Frame {
-                        module: "/usr/bin/synth".into(),
-                        module_id: 7,
-                        offset: 0x1000 + k as u64 * 16,
-                    },
-                    Frame {
-                        module: "/usr/lib/libc.so.6".into(),
-                        module_id: 9,
-                        offset: 0x2000 + t as u64,
-                    },
-                ];
-                w.signature(*pc, &frames)?;
-                totals.signatures += 1;
-            }
-            threads.push(Thread {
-                pid,
-                tid: if t == 0 { pid } else { 100_000 * (t + 1) + pid },
-                file,
-                ino: 1 + (p * nt + t) as u64,
-                fd: 3 + t as i32,
-                end: 0,
-                pcs,
-                pc: 0,
-                opened: false,
-            });
-            totals.files += 1;
+            threads.push(Thread::new(&mut w, p, t, nt, &mut totals)?);
         }
         writers.push(w);
     }
     let mut ts = 1_000_000u64;
-    let rec = |th: &Thread, ts: u64, op: FileOp| ShimRecord {
-        ts_ns: ts,
-        pid: th.pid,
-        tid: th.tid,
-        op: op as u16,
-        fd: th.fd,
-        dev: 1,
-        ino: th.ino,
-        path: th.file,
-        ..Default::default()
-    };
     for _ in 0..spec.records {
         // A quarter of the steps share the previous time stamp (ties across threads).
         if rng.below(4) != 0 {
@@ -281,56 +239,7 @@ pub fn write_synthetic(dir: &Path, spec: &SynthSpec) -> std::io::Result<SynthTot
         let k = rng.below(threads.len() as u64) as usize;
         let th = &mut threads[k];
         let w = &mut writers[(th.pid - 1000) as usize];
-        let r = if !th.opened {
-            th.opened = true;
-            ShimRecord {
-                flags: 0o1101,
-                ..rec(th, ts, FileOp::Open)
-            }
-        } else {
-            match rng.below(4000) {
-                0 => rec(th, ts, FileOp::Fsync),
-                1 => {
-                    totals.hint_events += 1;
-                    ShimRecord {
-                        offset: 2,
-                        ..rec(th, ts, FileOp::SetHint)
-                    }
-                }
-                x => {
-                    if x < 8 {
-                        th.end += 4096 * (1 + rng.below(4));
-                    }
-                    if rng.below(64) == 0 {
-                        th.pc = rng.below(4) as usize;
-                    }
-                    let len = 1 + rng.below(48);
-                    let flags = match x {
-                        8..=11 => VIA_RECOVERED,
-                        12..=15 => VIA_STDIO | VIA_STDIO_INLINE,
-                        _ => VIA_STDIO,
-                    };
-                    if flags & VIA_RECOVERED != 0 {
-                        totals.recovered_bytes += len;
-                    }
-                    if flags & VIA_STDIO_INLINE != 0 {
-                        totals.inline_stdio_bytes += len;
-                    }
-                    totals.writes += 1;
-                    totals.write_bytes += len;
-                    let r = ShimRecord {
-                        offset: th.end,
-                        len,
-                        pc: th.pcs[th.pc],
-                        flags,
-                        nframes: 2,
-                        ..rec(th, ts, FileOp::Write)
-                    };
-                    th.end += len;
-                    r
-                }
-            }
-        };
+        let r = th.next_record(&mut rng, ts, &mut totals);
         w.record(&r)?;
         totals.records += 1;
         if rng.below(300) == 0 {
@@ -340,7 +249,7 @@ pub fn write_synthetic(dir: &Path, spec: &SynthSpec) -> std::io::Result<SynthTot
     for th in &threads {
         ts += 1;
         let w = &mut writers[(th.pid - 1000) as usize];
-        w.record(&rec(th, ts, FileOp::Close))?;
+        w.record(&th.rec(ts, FileOp::Close))?;
         totals.records += 1;
         if th.tid == th.pid {
             continue;
@@ -355,10 +264,125 @@ pub fn write_synthetic(dir: &Path, spec: &SynthSpec) -> std::io::Result<SynthTot
             dev: 0,
             ino: 0,
             path: 0,
-            ..rec(main, ts, FileOp::Exit)
+            ..main.rec(ts, FileOp::Exit)
         })?;
         totals.records += 1;
         w.finish(true)?;
     }
     Ok(totals)
+}
+
+impl Thread {
+    /// Thread `t` of process `p` (of `nt` threads each): its file's path and its 4 signatures
+    /// written to its process's log `w`.
+    fn new(
+        w: &mut LogWriter,
+        p: u32,
+        t: u32,
+        nt: u32,
+        totals: &mut SynthTotals,
+    ) -> std::io::Result<Thread> {
+        let pid = 1000 + p;
+        let file = 0x5eed_0000_0000 + (p as u64) * 1000 + t as u64;
+        w.path(file, &format!("/synth/p{p}/t{t}.log"))?;
+        let mut pcs = [0u64; 4];
+        for (k, pc) in pcs.iter_mut().enumerate() {
+            *pc = 0xabc0_0000 + (p as u64) * 10_000 + t as u64 * 10 + k as u64;
+            let frames = [
+                Frame {
+                    module: "/usr/bin/synth".into(),
+                    module_id: 7,
+                    offset: 0x1000 + k as u64 * 16,
+                },
+                Frame {
+                    module: "/usr/lib/libc.so.6".into(),
+                    module_id: 9,
+                    offset: 0x2000 + t as u64,
+                },
+            ];
+            w.signature(*pc, &frames)?;
+            totals.signatures += 1;
+        }
+        totals.files += 1;
+        Ok(Thread {
+            pid,
+            tid: if t == 0 { pid } else { 100_000 * (t + 1) + pid },
+            file,
+            ino: 1 + (p * nt + t) as u64,
+            fd: 3 + t as i32,
+            end: 0,
+            pcs,
+            pc: 0,
+            opened: false,
+        })
+    }
+
+    /// A record of this thread on its file.
+    fn rec(&self, ts: u64, op: FileOp) -> ShimRecord {
+        ShimRecord {
+            ts_ns: ts,
+            pid: self.pid,
+            tid: self.tid,
+            op: op as u16,
+            fd: self.fd,
+            dev: 1,
+            ino: self.ino,
+            path: self.file,
+            ..Default::default()
+        }
+    }
+
+    /// The thread's next record at `ts`: its open first, then mostly small writes, now and
+    /// then an fsync or a set_hint (see [`write_synthetic`]).
+    fn next_record(&mut self, rng: &mut Rng, ts: u64, totals: &mut SynthTotals) -> ShimRecord {
+        if !self.opened {
+            self.opened = true;
+            return ShimRecord {
+                flags: 0o1101,
+                ..self.rec(ts, FileOp::Open)
+            };
+        }
+        match rng.below(4000) {
+            0 => self.rec(ts, FileOp::Fsync),
+            1 => {
+                totals.hint_events += 1;
+                ShimRecord {
+                    offset: 2,
+                    ..self.rec(ts, FileOp::SetHint)
+                }
+            }
+            x => {
+                if x < 8 {
+                    self.end += 4096 * (1 + rng.below(4));
+                }
+                if rng.below(64) == 0 {
+                    self.pc = rng.below(4) as usize;
+                }
+                let len = 1 + rng.below(48);
+                let flags = match x {
+                    8..=11 => VIA_RECOVERED,
+                    12..=15 => VIA_STDIO | VIA_STDIO_INLINE,
+                    _ => VIA_STDIO,
+                };
+                if flags & VIA_RECOVERED != 0 {
+                    totals.recovered_bytes += len;
+                }
+                if flags & VIA_STDIO_INLINE != 0 {
+                    totals.inline_stdio_bytes += len;
+                }
+                totals.writes += 1;
+                totals.write_bytes += len;
+                let r = ShimRecord {
+                    offset: self.end,
+                    len,
+                    pc: self.pcs[self.pc],
+                    flags,
+                    nframes: 2,
+                    ..self.rec(ts, FileOp::Write)
+                };
+                self.end += len;
+                r
+            }
+        }
+    }
 }

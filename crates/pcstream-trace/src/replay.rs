@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use pcstream_core::placement::{registry, Attrs};
+use pcstream_core::request::Op;
 use pcstream_core::{Request, SimError, SimOptions, SimResult, Simulator, SsdConfig};
 
 use crate::blocktrace::{scan_capacity, BlockTraceReader};
@@ -83,8 +84,35 @@ pub fn run_trace(
     table: Option<(&str, &str)>,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<SimResult, RunError> {
-    let label = path.display().to_string();
     let reader = BlockTraceReader::open(path)?;
+    check_trace(path, &reader, cfg)?;
+    let aged_rows = reader.meta().aged.map_or(0, |a| a.rows);
+    // Before anything is allocated: the engine state must fit the memory available.
+    let with_death = registry::POLICIES
+        .iter()
+        .any(|p| p.name == opts.policy && p.sees.has(Attrs::DEATH));
+    crate::meminfo::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
+    let mut sim = Simulator::new(cfg, opts).map_err(RunError::Sim)?;
+    if let Some((t, label)) = table {
+        load_table(&mut sim, t, label)?;
+    }
+    if aged_rows > 0 {
+        let mut r = BlockTraceReader::open(path)?;
+        let (aged, _) = split_aged(&mut r, aged_rows, path)?;
+        sim.set_aged(&aged).map_err(with_index(path, 0))?;
+    }
+    if sim.needs_death_times() {
+        death_times(&mut sim, path, aged_rows)?;
+    }
+    sim.start().map_err(RunError::Sim)?;
+    feed_all(&mut sim, reader, path, aged_rows, progress)?;
+    Ok(sim.finish())
+}
+
+/// Refuse a trace that addresses more pages than `cfg` has, or has no requests after its aged
+/// rows: both are input errors naming the file.
+fn check_trace(path: &Path, reader: &BlockTraceReader, cfg: &SsdConfig) -> Result<(), RunError> {
+    let label = path.display().to_string();
     let capacity = match reader.meta().capacity_pages {
         Some(c) => c,
         None => scan_capacity(path)?,
@@ -99,91 +127,100 @@ pub fn run_trace(
             ),
         }));
     }
-    let total = reader.num_rows();
     let aged_rows = reader.meta().aged.map_or(0, |a| a.rows);
-    if total <= aged_rows {
+    if reader.num_rows() <= aged_rows {
         return Err(RunError::Trace(TraceError::Io {
             path: label,
             why: "has no requests to simulate; check how the trace was made".into(),
         }));
     }
-    // Before anything is allocated: the engine state must fit the memory available.
-    let with_death = registry::POLICIES
-        .iter()
-        .any(|p| p.name == opts.policy && p.sees.has(Attrs::DEATH));
-    crate::memory::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
-    let mut sim = Simulator::new(cfg, opts).map_err(RunError::Sim)?;
-    if let Some((t, label)) = table {
-        if sim.policy_mut().save_state().is_none() {
-            return Err(RunError::NoTable(sim.policy_mut().name().to_string()));
-        }
-        // The table is a file the user gave: a malformed one is a bad input file.
-        sim.policy_mut().load_state(t).map_err(|e| {
-            let why = match e {
-                SimError::BadParam(w) | SimError::State(w) => w,
-                other => other.to_string(),
-            };
-            RunError::Trace(TraceError::Io {
-                path: label.to_string(),
-                why: format!(
-                    "not a usable policy table ({}); remove the file to start a new table",
-                    crate::error::one_line(why)
-                ),
-            })
-        })?;
+    Ok(())
+}
+
+/// Load the persistent policy table `t` (read from the file `label`) into `sim`'s policy.
+fn load_table(sim: &mut Simulator, t: &str, label: &str) -> Result<(), RunError> {
+    if sim.policy_mut().save_state().is_none() {
+        return Err(RunError::NoTable(sim.policy_mut().name().to_string()));
     }
-    // Row numbers in messages count from the file's first row, aged rows included.
-    let with_index = |offset: u64| {
-        move |e: SimError| match e {
-            SimError::BadRequest { index, what } => RunError::Trace(TraceError::Io {
-                path: path.display().to_string(),
-                why: format!("row {}: {what}", index + offset),
-            }),
-            other => RunError::Sim(other),
-        }
-    };
-    if aged_rows > 0 {
-        let mut r = BlockTraceReader::open(path)?;
-        let (aged, _) = split_aged(&mut r, aged_rows, path)?;
-        sim.set_aged(&aged).map_err(with_index(0))?;
+    // The table is a file the user gave: a malformed one is a bad input file.
+    sim.policy_mut().load_state(t).map_err(|e| {
+        let why = match e {
+            SimError::BadParam(w) | SimError::State(w) => w,
+            other => other.to_string(),
+        };
+        RunError::Trace(TraceError::Io {
+            path: label.to_string(),
+            why: format!(
+                "not a usable policy table ({}); remove the file to start a new table",
+                crate::error::one_line(why)
+            ),
+        })
+    })
+}
+
+/// The engine's bad-request errors as input errors naming `path` and the row, counted from the
+/// file's first row (aged rows included): the engine counts from `offset`.
+fn with_index(path: &Path, offset: u64) -> impl Fn(SimError) -> RunError + '_ {
+    move |e: SimError| match e {
+        SimError::BadRequest { index, what } => RunError::Trace(TraceError::Io {
+            path: path.display().to_string(),
+            why: format!("row {}: {what}", index + offset),
+        }),
+        other => RunError::Sim(other),
     }
-    if sim.needs_death_times() {
-        let mut pass = sim.death_pass();
-        let mut r = BlockTraceReader::open(path)?;
-        let (_, mut buf) = split_aged(&mut r, aged_rows, path)?;
-        let logical = sim.logical_pages();
-        let mut index = aged_rows;
-        loop {
-            for q in &buf {
-                if q.op != 3 && q.lpn.saturating_add(q.pages as u64) > logical {
-                    return Err(with_index(0)(SimError::BadRequest {
-                        index,
-                        what: format!(
-                            "lpn {} + {} pages is beyond the SSD's {logical} logical pages",
-                            q.lpn, q.pages
-                        ),
-                    }));
-                }
-                index += 1;
+}
+
+/// The oracle's pre-pass: every request of the trace proper read once for the death times,
+/// checked against the device's size first (the pass itself does not check).
+fn death_times(sim: &mut Simulator, path: &Path, aged_rows: u64) -> Result<(), RunError> {
+    let mut pass = sim.death_pass();
+    let mut r = BlockTraceReader::open(path)?;
+    let (_, mut buf) = split_aged(&mut r, aged_rows, path)?;
+    let logical = sim.logical_pages();
+    let mut index = aged_rows;
+    loop {
+        for q in &buf {
+            if q.op != Op::Flush as u8 && q.lpn.saturating_add(q.pages as u64) > logical {
+                return Err(with_index(path, 0)(SimError::BadRequest {
+                    index,
+                    what: format!(
+                        "lpn {} + {} pages is beyond the SSD's {logical} logical pages",
+                        q.lpn, q.pages
+                    ),
+                }));
             }
-            pass.feed_batch(&buf);
-            if !r.next_batch(&mut buf)? {
-                break;
-            }
+            index += 1;
         }
-        sim.set_death_times(pass.finish());
+        pass.feed_batch(&buf);
+        if !r.next_batch(&mut buf)? {
+            break;
+        }
     }
-    sim.start().map_err(RunError::Sim)?;
+    sim.set_death_times(pass.finish());
+    Ok(())
+}
+
+/// Stream the trace through the started engine, decoding on a second thread, skipping the aged
+/// rows (`start` wrote them), with a progress callback every [`PROGRESS_ROWS`] rows and at the
+/// end.
+fn feed_all(
+    sim: &mut Simulator,
+    reader: BlockTraceReader,
+    path: &Path,
+    aged_rows: u64,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<(), RunError> {
+    let total = reader.num_rows();
     let mut pf = reader.into_prefetch(4);
     let (mut done, mut next_report) = (0u64, PROGRESS_ROWS);
     let mut skip = aged_rows;
     while let Some(batch) = pf.next_batch() {
         let batch = batch?;
         let n = batch.len() as u64;
-        // The aged rows were written by `start`; the trace proper follows them.
         let from = skip.min(n) as usize;
         skip -= from as u64;
-        sim.feed(&batch[from..]).map_err(with_index(aged_rows))?;
+        sim.feed(&batch[from..])
+            .map_err(with_index(path, aged_rows))?;
         done += n;
         pf.recycle(batch);
         if done >= next_report {
@@ -194,7 +231,7 @@ pub fn run_trace(
         }
     }
     progress(done, total);
-    Ok(sim.finish())
+    Ok(())
 }
 
 /// Read the first `rows` rows of `r` (the aged state); returns them and the rest of the batch
