@@ -1,5 +1,6 @@
 //! The block-trace Parquet format, version "1": the ten fixed column names with their unsigned
-//! widths, and the fixed `pcstream.*` key-value metadata keys, parsed into [`TraceMeta`].
+//! widths, and the fixed `pcstream.*` key-value metadata (keys defined in
+//! [`crate::parquet::keys`]), parsed into [`TraceMeta`].
 //!
 //! Metadata values are strings. `pcstream.files`, `pcstream.file_classes` and `pcstream.pcs` hold
 //! JSON objects whose keys are decimal strings (JSON object keys cannot be numbers).
@@ -24,17 +25,10 @@ pub const COLUMNS: [(&str, u8); 10] = [
 /// Columns a block trace cannot do without; every other column reads as 0 when absent.
 pub const REQUIRED: [&str; 3] = ["lpn", "pages", "op"];
 
-pub const KEY_FORMAT: &str = "pcstream.format";
-pub const KEY_PAGE_BYTES: &str = "pcstream.page_bytes";
-pub const KEY_CAPACITY: &str = "pcstream.capacity_pages";
-pub const KEY_SOURCE: &str = "pcstream.source";
-pub const KEY_FILES: &str = "pcstream.files";
-pub const KEY_FILE_CLASSES: &str = "pcstream.file_classes";
-pub const KEY_PCS: &str = "pcstream.pcs";
-/// Rows at the start of the trace that are the aged state of the device (all writes).
-pub const KEY_AGED_ROWS: &str = "pcstream.aged_rows";
-/// Pages of those rows.
-pub const KEY_AGED_PAGES: &str = "pcstream.aged_pages";
+pub use crate::parquet::keys::{
+    KEY_AGED_PAGES, KEY_AGED_ROWS, KEY_CAPACITY, KEY_FILES, KEY_FILE_CLASSES, KEY_FORMAT,
+    KEY_PAGE_BYTES, KEY_PCS, KEY_SOURCE,
+};
 /// The only format version this crate reads and writes.
 pub const FORMAT_VERSION: &str = "1";
 /// The engine's page size, as the `pcstream.page_bytes` value; other sizes are rejected rather

@@ -18,9 +18,9 @@ use arrow_schema::DataType;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
 
+use crate::record::shimlog::{VIA_RECOVERED, VIA_STDIO_INLINE};
 use super::{FileOp, FileTraceReader, KEY_PATHS};
 use crate::error::TraceError;
-use crate::record::shimlog::{VIA_RECOVERED, VIA_STDIO_INLINE};
 
 /// Entries in each top list.
 pub const TOP: usize = 10;
@@ -36,7 +36,7 @@ pub fn is_file_trace(path: &Path) -> bool {
         return false;
     };
     // Through the readers' builder: the footer check and the decoder's panics contained.
-    let Ok(b) = crate::blocktrace::reader::builder(&path.display().to_string(), f) else {
+    let Ok(b) = crate::parquet::builder(&path.display().to_string(), f) else {
         return false;
     };
     let has_paths = b
@@ -199,8 +199,8 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
 mod tests {
     use super::*;
     use crate::blocktrace::TraceMeta;
-    use crate::filetrace::{write_rows, FileEvent};
     use crate::record::shimlog::VIA_STDIO;
+    use crate::filetrace::{write_rows, FileEvent};
 
     fn ev(ts: u64, pid: u32, op: FileOp, path: u32, len: u64, pc: u64, flags: u32) -> FileEvent {
         FileEvent {

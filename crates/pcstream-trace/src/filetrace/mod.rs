@@ -13,9 +13,7 @@ pub mod info;
 pub mod reader;
 pub mod writer;
 
+pub use crate::parquet::keys::KEY_PATHS;
 pub use event::{FileEvent, FileOp};
 pub use reader::FileTraceReader;
 pub use writer::{write_events, write_rows, FileTraceWriter, FILE_COLUMNS};
-
-/// Footer key of the path table.
-pub const KEY_PATHS: &str = "pcstream.paths";
