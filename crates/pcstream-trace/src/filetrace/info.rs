@@ -18,7 +18,7 @@ use arrow_schema::DataType;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
 
-use crate::record::shimlog::{VIA_RECOVERED, VIA_STDIO_INLINE};
+use super::flags::{VIA_RECOVERED, VIA_STDIO_INLINE};
 use super::{FileOp, FileTraceReader, KEY_PATHS};
 use crate::error::TraceError;
 
@@ -199,7 +199,7 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
 mod tests {
     use super::*;
     use crate::blocktrace::TraceMeta;
-    use crate::record::shimlog::VIA_STDIO;
+    use crate::filetrace::flags::VIA_STDIO;
     use crate::filetrace::{write_rows, FileEvent};
 
     fn ev(ts: u64, pid: u32, op: FileOp, path: u32, len: u64, pc: u64, flags: u32) -> FileEvent {
