@@ -105,8 +105,8 @@ def map_trace(
     """
 
 def footer_keys() -> dict[str, str]:
-    """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS`` →
-    ``"pcstream.pcs"``): their one definition."""
+    """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...):
+    their one definition."""
 
 def write_block_trace(
     out: str, columns: dict[str, bytes], meta: dict[str, str], keep_unused_pcs: bool = False

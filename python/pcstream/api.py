@@ -261,8 +261,8 @@ def aging_plan(
 
 
 def footer_keys() -> dict[str, str]:
-    """The footer keys of both trace formats by their constant's name (``KEY_PCS`` →
-    ``"pcstream.pcs"``), as the engine defines them (:mod:`pcstream.tracemeta` exposes them)."""
+    """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...), as
+    the engine defines them (:mod:`pcstream.tracemeta` exposes them)."""
     return {str(name): str(key) for name, key in engine().footer_keys().items()}
 
 
