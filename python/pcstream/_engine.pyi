@@ -103,3 +103,18 @@ def map_trace(
     ``device``: model only events about files with this ``st_dev`` (others are skipped and
     counted in a warning). ``progress(events_done, events_total)``. Honours Ctrl-C.
     """
+
+def footer_keys() -> dict[str, str]:
+    """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...):
+    their one definition."""
+
+def write_block_trace(
+    out: str, columns: dict[str, bytes], meta: dict[str, str], keep_unused_pcs: bool = False
+) -> int:
+    """Write the block trace ``out`` through the engine's writer (rows checked, written
+    atomically): ``columns`` maps each of the ten block-trace columns to the little-endian bytes
+    of its values at the column's width, all of one length; ``meta`` holds ``pcstream.*`` footer
+    pairs (the format and page size are the writer's). ``keep_unused_pcs``: keep the PC table
+    whole, not only the PCs of the rows. Returns the rows written; a bad row or key is an
+    InputError and leaves no output.
+    """

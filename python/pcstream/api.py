@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any, Optional
@@ -258,6 +258,23 @@ def aging_plan(
     if not isinstance(plan, list):
         raise TypeError(f"the engine returned {type(plan).__name__}, expected a JSON list")
     return plan
+
+
+def footer_keys() -> dict[str, str]:
+    """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...), as
+    the engine defines them (:mod:`pcstream.tracemeta` exposes them)."""
+    return {str(name): str(key) for name, key in engine().footer_keys().items()}
+
+
+def write_block_trace(
+    out: str, columns: Mapping[str, bytes], meta: Mapping[str, str], *, keep_unused_pcs: bool = False
+) -> int:
+    """Write the block trace ``out`` with the engine's writer (rows checked, atomic); returns its
+    rows. ``columns``: each of the ten block-trace columns (docs/FORMATS.md) as the little-endian
+    bytes of its values at the column's width (numpy's ``tobytes()``), all of one length.
+    ``meta``: ``pcstream.*`` footer pairs (the format and page size are the writer's).
+    ``keep_unused_pcs``: keep the PC table whole rather than only the PCs of the rows."""
+    return int(engine().write_block_trace(out, dict(columns), dict(meta), keep_unused_pcs=keep_unused_pcs))
 
 
 def _decode(text: str) -> Json:

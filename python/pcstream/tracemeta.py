@@ -1,35 +1,66 @@
-"""The Parquet footer keys of pcstream's traces, one Python definition each, and readers of the
-ones Python decodes. The Rust writers define the same keys; docs/FORMATS.md tables them.
+"""The Parquet footer keys of pcstream's traces (``KEY_*``) and readers of the ones Python decodes.
 
-Block traces carry ``pcstream.format``, ``pcstream.page_bytes``, ``pcstream.capacity_pages``,
-``pcstream.source``, ``pcstream.files``, ``pcstream.file_classes`` and ``pcstream.pcs``; file-level
-traces (``pcstream record``) the same plus ``pcstream.paths``; aged block traces (``map --age``)
-also ``pcstream.aged_rows`` and ``pcstream.aged_pages``. Every value is a string; the
-tables are JSON objects keyed by decimal strings.
+The keys are defined once, by the engine (crates/pcstream-trace/src/parquet/keys.rs, which says
+which format carries which), and reach this module through :func:`pcstream.api.footer_keys`;
+docs/FORMATS.md tables them. Every value is a string; the tables are JSON objects keyed by
+decimal strings.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Union
 
-KEY_FORMAT = "pcstream.format"
-KEY_PAGE_BYTES = "pcstream.page_bytes"
-KEY_CAPACITY = "pcstream.capacity_pages"
-KEY_SOURCE = "pcstream.source"
+from pcstream import api
+
+# The keys, named as the engine names them (footer_keys()); declared here for readers and type
+# checkers, their values filled from the engine.
+KEY_FORMAT: str
+KEY_PAGE_BYTES: str
+KEY_CAPACITY: str
+KEY_SOURCE: str
 # JSON: file id → path (block traces).
-KEY_FILES = "pcstream.files"
+KEY_FILES: str
 # JSON: file class id → class name.
-KEY_FILE_CLASSES = "pcstream.file_classes"
+KEY_FILE_CLASSES: str
 # JSON: PC signature → frames {module, module_id, offset, symbol?}, innermost first.
-KEY_PCS = "pcstream.pcs"
+KEY_PCS: str
 # JSON: path id → absolute path (file-level traces).
-KEY_PATHS = "pcstream.paths"
+KEY_PATHS: str
 # The aged state (``map --age``): the trace's first rows and their pages.
-KEY_AGED_ROWS = "pcstream.aged_rows"
-KEY_AGED_PAGES = "pcstream.aged_pages"
+KEY_AGED_ROWS: str
+KEY_AGED_PAGES: str
+
+
+def _fill() -> dict[str, str]:
+    """Set this module's ``KEY_*`` names from the engine; raises ImportError without one."""
+    keys = api.footer_keys()
+    globals().update(keys)
+    return keys
+
+
+# A source tree whose engine is not built still imports this module (``pcstream --help``): the
+# names are then looked up on first use, by __getattr__, which reports the missing engine.
+with contextlib.suppress(ImportError):
+    _fill()
+
+
+def __getattr__(name: str) -> str:
+    if name.startswith("KEY_"):
+        keys = _fill()
+        if name in keys:
+            return keys[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _key(name: str) -> str:
+    """The key ``name`` for this module's functions, which __getattr__ does not serve."""
+    value = globals().get(name)
+    return value if isinstance(value, str) else __getattr__(name)
+
 
 Footer = Mapping[Union[bytes, str], Union[bytes, str]]
 
@@ -50,12 +81,12 @@ def get(meta: Footer, key: str) -> str | None:
 
 def paths(meta: Footer) -> dict[int, str]:
     """The path table of a file-level trace: path id → path (empty when the key is absent)."""
-    return {int(k): str(v) for k, v in json.loads(get(meta, KEY_PATHS) or "{}").items()}
+    return {int(k): str(v) for k, v in json.loads(get(meta, _key("KEY_PATHS")) or "{}").items()}
 
 
 def aged_pages(path: str | Path) -> int:
     """Pages of a block trace's aged state (0 when it has none); reads only the footer."""
-    return int(get(footer(path), KEY_AGED_PAGES) or 0)
+    return int(get(footer(path), _key("KEY_AGED_PAGES")) or 0)
 
 
 def encode_json(value: Any) -> bytes:

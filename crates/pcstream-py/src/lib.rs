@@ -6,13 +6,17 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use pcstream_core::placement::registry;
+use pcstream_core::request::Request;
 use pcstream_core::{config, SimError, SimOptions, Simulator, SsdConfig};
+use pcstream_trace::blocktrace::format::COLUMNS;
+use pcstream_trace::blocktrace::{BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
 use pcstream_trace::map::aging::{self, AgingSpec};
 use pcstream_trace::replay::run_with_table_file;
 use pcstream_trace::{generate_to_file, summarize, GenParams, RunError, TraceError};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
 
 create_exception!(
     pcstream._engine,
@@ -475,6 +479,91 @@ fn aging_plan(
     Ok(serde_json::to_string(&ops).expect("a plan serialises"))
 }
 
+/// The footer keys of both trace formats, by their Rust constant's name (`KEY_PCS` →
+/// `pcstream.pcs`): the one definition the Python package reads them from.
+#[pyfunction]
+fn footer_keys() -> BTreeMap<&'static str, &'static str> {
+    pcstream_trace::parquet::keys::FOOTER_KEYS
+        .into_iter()
+        .collect()
+}
+
+/// The rows of a block trace given as whole columns: `columns` maps every column name of the
+/// format to the little-endian bytes of its values at the column's width (numpy's
+/// `astype(dtype).tobytes()`), all of one length in rows.
+fn requests_from_columns(columns: &Bound<'_, PyDict>) -> PyResult<Vec<Request>> {
+    let mut rows: Option<usize> = None;
+    let mut out = Vec::new();
+    for (i, (name, bits)) in COLUMNS.iter().enumerate() {
+        let item = columns
+            .get_item(name)?
+            .ok_or_else(|| UsageError::new_err(format!("block-trace column {name} is missing")))?;
+        let data = item.downcast::<PyBytes>()?.as_bytes();
+        let width = usize::from(*bits / 8);
+        let n = data.len() / width;
+        if data.len() % width != 0 || rows.is_some_and(|r| r != n) {
+            return Err(UsageError::new_err(format!(
+                "block-trace column {name}: {} bytes are not {} rows of {width} bytes",
+                data.len(),
+                rows.unwrap_or(n)
+            )));
+        }
+        if rows.is_none() {
+            rows = Some(n);
+            out = vec![Request::default(); n];
+        }
+        for (r, v) in out.iter_mut().zip(data.chunks_exact(width)) {
+            let mut le = [0u8; 8];
+            le[..width].copy_from_slice(v);
+            let v = u64::from_le_bytes(le);
+            // The width was read from the column's type: the casts below cannot truncate.
+            match i {
+                0 => r.ts_ns = v,
+                1 => r.op = v as u8,
+                2 => r.lpn = v,
+                3 => r.pages = v as u32,
+                4 => r.pc = v,
+                5 => r.file = v as u32,
+                6 => r.file_class = v as u16,
+                7 => r.meta = v as u8,
+                8 => r.pid = v as u32,
+                _ => r.hint = v as u8,
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Write the block trace `out` from whole columns (see `requests_from_columns`) with the footer
+/// pairs `meta` (`pcstream.*` keys; the format and page size are the writer's), through the
+/// engine's writer: rows checked, written atomically. `keep_unused_pcs`: keep the PC table
+/// whole rather than only the PCs of the rows. Returns the rows written.
+#[pyfunction]
+#[pyo3(signature = (out, columns, meta, keep_unused_pcs = false))]
+fn write_block_trace(
+    py: Python<'_>,
+    out: &str,
+    columns: &Bound<'_, PyDict>,
+    meta: BTreeMap<String, String>,
+    keep_unused_pcs: bool,
+) -> PyResult<u64> {
+    let rows = requests_from_columns(columns)?;
+    let pairs: Vec<(String, Option<String>)> =
+        meta.into_iter().map(|(k, v)| (k, Some(v))).collect();
+    let meta = TraceMeta::from_pairs(out, &pairs).map_err(trace_err)?;
+    py.allow_threads(|| {
+        let mut w = BlockTraceWriter::create(Path::new(out), &meta, DEFAULT_ROW_GROUP_ROWS)?;
+        if keep_unused_pcs {
+            w.keep_unused_pcs();
+        }
+        for r in &rows {
+            w.push(r)?;
+        }
+        w.finish()
+    })
+    .map_err(trace_err)
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -496,5 +585,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_trace, m)?)?;
     m.add_function(wrap_pyfunction!(map_trace, m)?)?;
     m.add_function(wrap_pyfunction!(aging_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(footer_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(write_block_trace, m)?)?;
     Ok(())
 }

@@ -7,6 +7,8 @@
 //! - [`import`]: block traces from the field (blkparse, MSR, Alibaba, Tencent, fio, MQSim).
 //! - [`gen`]: seeded synthetic block traces.
 //! - [`blocktrace`]: the block-trace format (reader, writer, summaries), the simulator's input.
+//! - [`parquet`]: the Parquet layer under both trace formats (checks before decoding, footer
+//!   keys and pairs, atomic writing).
 //! - [`replay`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
 
 pub mod bench;
@@ -20,6 +22,7 @@ pub mod guard;
 pub mod import;
 pub mod map;
 pub mod meminfo;
+pub mod parquet;
 pub mod record;
 pub mod replay;
 

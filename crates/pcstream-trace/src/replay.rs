@@ -58,7 +58,7 @@ pub fn run_with_table_file(
     )?;
     let saved = r.saved_table.take().ok_or(RunError::NoTable(policy))?;
     // Through a temporary file: a full disk never leaves a truncated table.
-    let tmp = crate::blocktrace::writer::temp_path(t)?;
+    let tmp = crate::parquet::temp_path(t)?;
     std::fs::write(&tmp, saved)
         .and_then(|_| std::fs::rename(&tmp, t))
         .map_err(|e| {

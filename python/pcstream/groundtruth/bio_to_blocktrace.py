@@ -20,7 +20,6 @@ once (one entry per page written), and the join is one sort.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pcstream import tracemeta
+from pcstream import api, tracemeta
 from pcstream.errors import EXIT_FAILURE, CliError
 from pcstream.groundtruth import biotracer as bc
 from pcstream.units import PAGE_BYTES
@@ -46,7 +45,6 @@ SCHEMA = pa.schema(
 )  # fmt: skip
 COLUMN_DTYPES = {f.name: np.dtype(f.type.to_pandas_dtype()) for f in SCHEMA}
 WRITE, TRIM, READ, FLUSH = 0, 1, 2, 3
-ROW_GROUP = 1 << 20
 
 
 @dataclass
@@ -185,6 +183,22 @@ def split_by_meta(
     return owner, j, start, stop, meta_class(start, meta_map)
 
 
+@dataclass
+class Bios:
+    """The captured bios in time order (``bios``; ``sorted_pos``: file index → position in time
+    order) with what each one does: its pages ``[lpn, end)``, its kind, its time since the first."""
+
+    bios: np.ndarray
+    sorted_pos: np.ndarray
+    lpn: np.ndarray
+    end: np.ndarray
+    is_write: np.ndarray
+    is_trim: np.ndarray
+    is_read: np.ndarray
+    is_flush: np.ndarray
+    ts: np.ndarray
+
+
 def build(
     cap: bc.Capture,
     file_trace: Path,
@@ -197,9 +211,50 @@ def build(
 ) -> dict[str, Any]:
     """Write the block trace ``out`` from the capture; returns the import-like counts (rows,
     writes, trims, flushes, reads, write/trim/read pages, capacity_pages) and ``attribution``."""
+    b = classify(cap, capacity_pages)
+    writes, files, pcs, attribution = data_write_rows(cap, b, meta_map, file_trace, fs_dev)
+    rows = in_bio_order([writes, *trim_read_flush_rows(b, meta_map)], b)
+    aged_lpn, aged_pages = aged_rows(aged_extents)
+    n_aged = len(aged_lpn)
+    aged = {"lpn": aged_lpn, "pages": aged_pages}
+    columns = {
+        name: np.concatenate([aged.get(name, np.zeros(n_aged)).astype(dtype), rows[name].astype(dtype)])
+        for name, dtype in COLUMN_DTYPES.items()
+    }
+    meta = {
+        tracemeta.KEY_CAPACITY: str(capacity_pages),
+        tracemeta.KEY_SOURCE: source,
+        tracemeta.KEY_FILES: tracemeta.encode_json(files).decode(),
+        tracemeta.KEY_PCS: pcs,
+    }
+    if n_aged:
+        meta[tracemeta.KEY_AGED_ROWS] = str(n_aged)
+        meta[tracemeta.KEY_AGED_PAGES] = str(int(aged_pages.sum()))
+    written = _write(out, columns, meta)
+
+    op_rows = rows["op"]
+    pages_of = lambda o: int(rows["pages"][op_rows == o].sum())  # noqa: E731
+    return {
+        "rows": written,
+        "writes": int((op_rows == WRITE).sum()),
+        "trims": int((op_rows == TRIM).sum()),
+        "reads": int((op_rows == READ).sum()),
+        "flushes": int((op_rows == FLUSH).sum()),
+        "write_pages": pages_of(WRITE),
+        "trim_pages": pages_of(TRIM),
+        "read_pages": pages_of(READ),
+        "capacity_pages": capacity_pages,
+        "aged_rows": n_aged,
+        "aged_pages": int(aged_pages.sum()),
+        "bios": len(b.bios),
+        "attribution": attribution,
+    }
+
+
+def classify(cap: bc.Capture, capacity_pages: int) -> Bios:
+    """The capture's bios in time order and what each does; refuses a bio beyond the image."""
     perm = np.argsort(cap.bios["ts_ns"], kind="stable")
     bios = cap.bios[perm]
-    sorted_pos = np.argsort(perm)  # file index of a bio -> its position in time order
     op, flags = bios["op"].astype(np.int64), bios["flags"].astype(np.int64)
     nbytes = bios["bytes"].astype(np.int64)
     first_byte = bios["sector"].astype(np.int64) * SECTOR
@@ -218,18 +273,34 @@ def build(
             EXIT_FAILURE,
         )
     base = int(bios["ts_ns"][0]) if len(bios) else 0
-    ts = bios["ts_ns"].astype(np.int64) - base
+    return Bios(
+        bios=bios,
+        sorted_pos=np.argsort(perm),
+        lpn=lpn,
+        end=end,
+        is_write=is_write,
+        is_trim=is_trim,
+        is_read=is_read,
+        is_flush=is_flush,
+        ts=bios["ts_ns"].astype(np.int64) - base,
+    )
 
-    # --- the data writes, page by page: class, file page, writer
-    wb = np.flatnonzero(is_write)
-    owner, page = expand(lpn[wb], end[wb] - lpn[wb])
+
+def data_write_rows(
+    cap: bc.Capture, b: Bios, meta_map: Sequence[tuple[int, int, int]], file_trace: Path, fs_dev: int
+) -> tuple[dict[str, np.ndarray], dict[str, str], str, dict[str, Any]]:
+    """The rows of the data writes, page by page given a class, a file page and its writer, then
+    cut where one of them changes; with the ``pcstream.files`` table, the file trace's PC table
+    and the ``attribution`` counts."""
+    wb = np.flatnonzero(b.is_write)
+    owner, page = expand(b.lpn[wb], b.end[wb] - b.lpn[wb])
     pbio = wb[owner]  # the bio of each page (position in time order)
-    k = page - lpn[pbio]  # the page's place in its bio
+    k = page - b.lpn[pbio]  # the page's place in its bio
     pmeta = meta_class(page, meta_map)
-    ino, index, has_file = file_pages(cap, sorted_pos, pbio, k)
+    ino, index, has_file = file_pages(cap, b.sorted_pos, pbio, k)
     writes, paths, pcs = shim_writes(file_trace, fs_dev)
     fq = np.flatnonzero(has_file)
-    found, late = last_writer((ino[fq] << np.uint64(32)) | index[fq], bios["ts_ns"][pbio[fq]], writes)
+    found, late = last_writer((ino[fq] << np.uint64(32)) | index[fq], b.bios["ts_ns"][pbio[fq]], writes)
     got = found >= 0
     data = pmeta == 0
     ppc = np.zeros(len(page), dtype=np.uint64)
@@ -246,80 +317,44 @@ def build(
             | (ppid[1:] != ppid[:-1]) | (pfile[1:] != pfile[:-1])
         )  # fmt: skip
     st = np.flatnonzero(brk)
-    parts = [
-        _rows(pbio[st], 1 + k[st], WRITE, page[st], np.diff(np.r_[st, len(page)]), ppc[st], pfile[st],
-              pmeta[st], ppid[st])
-    ]  # fmt: skip
-    # --- trims and reads, cut at the layout's ranges; flushes before their writes
-    other = np.flatnonzero(is_trim | is_read)
-    own, j, s, e, cls = split_by_meta(lpn[other], end[other], meta_map)
+    rows = _rows(pbio[st], 1 + k[st], WRITE, page[st], np.diff(np.r_[st, len(page)]), ppc[st], pfile[st],
+                 pmeta[st], ppid[st])  # fmt: skip
+    data_pages = int(data.sum())
+    attributed = int((got & data[fq]).sum())
+    attribution = {
+        "data_pages": data_pages,
+        "file_pages": int(data[fq].sum()),
+        "attributed_pages": attributed,
+        "late_pages": int((late & got & data[fq]).sum()),
+        "rate": attributed / data_pages if data_pages else 0.0,
+        "shim_write_pages": len(writes.key),
+        "hinted_pages": int((b.bios["hint"][pbio] > 0).sum()),
+    }
+    return rows, files, pcs, attribution
+
+
+def trim_read_flush_rows(b: Bios, meta_map: Sequence[tuple[int, int, int]]) -> list[dict[str, np.ndarray]]:
+    """The rows of the trims and reads, cut at the layout's ranges, and of the flushes (sub-row 0:
+    before the write of their bio)."""
+    other = np.flatnonzero(b.is_trim | b.is_read)
+    own, j, s, e, cls = split_by_meta(b.lpn[other], b.end[other], meta_map)
     ob = other[own]
-    parts.append(_rows(ob, 1 + j, np.where(is_trim[ob], TRIM, READ), s, e - s, 0, 0, cls, 0))
-    fb = np.flatnonzero(is_flush)
-    parts.append(_rows(fb, 0, FLUSH, 0, 0, 0, 0, 0, 0))
+    fb = np.flatnonzero(b.is_flush)
+    return [
+        _rows(ob, 1 + j, np.where(b.is_trim[ob], TRIM, READ), s, e - s, 0, 0, cls, 0),
+        _rows(fb, 0, FLUSH, 0, 0, 0, 0, 0, 0),
+    ]
+
+
+def in_bio_order(parts: list[dict[str, np.ndarray]], b: Bios) -> dict[str, np.ndarray]:
+    """The rows of ``parts`` by bio, then sub-row, with the time, hint and file class of their bio."""
     cols = {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
     order = np.lexsort((cols["sub"], cols["bio"]))
     rows = {c: v[order] for c, v in cols.items()}
-    rows["ts_ns"] = ts[rows["bio"]].astype(np.uint64)
-    rows["hint"] = bios["hint"][rows["bio"]].astype(np.uint8)
+    rows["ts_ns"] = b.ts[rows["bio"]].astype(np.uint64)
+    rows["hint"] = b.bios["hint"][rows["bio"]].astype(np.uint8)
     rows["file_class"] = np.zeros(len(order), dtype=np.uint16)
-
-    # --- the aged state first
-    aged_lpn, aged_pages = aged_rows(aged_extents)
-    n_aged = len(aged_lpn)
-    table = pa.table(
-        {
-            name: np.concatenate(
-                [
-                    {"lpn": aged_lpn, "pages": aged_pages}.get(name, np.zeros(n_aged)).astype(dtype),
-                    rows[name].astype(dtype),
-                ]
-            )  # fmt: skip
-            for name, dtype in COLUMN_DTYPES.items()
-        },
-        schema=SCHEMA,
-    )
-    footer = {
-        tracemeta.KEY_FORMAT: "1",
-        tracemeta.KEY_PAGE_BYTES: str(PAGE_BYTES),
-        tracemeta.KEY_CAPACITY: str(capacity_pages),
-        tracemeta.KEY_SOURCE: source,
-        tracemeta.KEY_FILES: tracemeta.encode_json(files).decode(),
-        tracemeta.KEY_FILE_CLASSES: "{}",
-        tracemeta.KEY_PCS: pcs,
-    }
-    if n_aged:
-        footer[tracemeta.KEY_AGED_ROWS] = str(n_aged)
-        footer[tracemeta.KEY_AGED_PAGES] = str(int(aged_pages.sum()))
-    _write(table.replace_schema_metadata(footer), out)
-
-    op_rows = rows["op"]
-    pages_of = lambda o: int(rows["pages"][op_rows == o].sum())  # noqa: E731
-    data_pages = int(data.sum())
-    attributed = int((got & data[fq]).sum())
-    return {
-        "rows": int(table.num_rows),
-        "writes": int((op_rows == WRITE).sum()),
-        "trims": int((op_rows == TRIM).sum()),
-        "reads": int((op_rows == READ).sum()),
-        "flushes": int((op_rows == FLUSH).sum()),
-        "write_pages": pages_of(WRITE),
-        "trim_pages": pages_of(TRIM),
-        "read_pages": pages_of(READ),
-        "capacity_pages": capacity_pages,
-        "aged_rows": n_aged,
-        "aged_pages": int(aged_pages.sum()),
-        "bios": len(bios),
-        "attribution": {
-            "data_pages": data_pages,
-            "file_pages": int(data[fq].sum()),
-            "attributed_pages": attributed,
-            "late_pages": int((late & got & data[fq]).sum()),
-            "rate": attributed / data_pages if data_pages else 0.0,
-            "shim_write_pages": len(writes.key),
-            "hinted_pages": int((bios["hint"][pbio] > 0).sum()),
-        },
-    }
+    return rows
 
 
 def _rows(
@@ -390,24 +425,21 @@ def prepend_aged(trace: Path, extents: Sequence[tuple[int, int]]) -> None:
     for a trace imported from tracefs, which the importer writes without one."""
     table = pq.read_table(trace)
     # The footer's key-value pairs: the embedded Arrow schema leaves out the large tables.
-    footer = {k.encode(): v.encode() for k, v in tracemeta.footer(trace).items()}
+    meta = tracemeta.footer(trace)
     lpn, pages = aged_rows(extents)
-    n = len(lpn)
-    head = {c.name: np.zeros(n, dtype=np.dtype(c.type.to_pandas_dtype())) for c in table.schema}
-    head["lpn"], head["pages"] = lpn.astype(head["lpn"].dtype), pages.astype(head["pages"].dtype)
-    table = pa.concat_tables(
-        [pa.table(head, schema=table.schema.remove_metadata()), table.replace_schema_metadata()]
-    )
-    footer[tracemeta.KEY_AGED_ROWS.encode()] = str(n).encode()
-    footer[tracemeta.KEY_AGED_PAGES.encode()] = str(int(pages.sum())).encode()
-    _write(table.replace_schema_metadata(footer), trace)
+    head = {"lpn": lpn, "pages": pages}
+    columns = {
+        name: np.concatenate([head.get(name, np.zeros(len(lpn))).astype(dtype), table[name].to_numpy()])
+        for name, dtype in COLUMN_DTYPES.items()
+    }
+    meta[tracemeta.KEY_AGED_ROWS] = str(len(lpn))
+    meta[tracemeta.KEY_AGED_PAGES] = str(int(pages.sum()))
+    _write(trace, columns, meta)
 
 
-def _write(table: pa.Table, out: Path) -> None:
-    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
-    try:
-        pq.write_table(table, tmp, row_group_size=ROW_GROUP)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+def _write(out: Path, columns: dict[str, np.ndarray], meta: dict[str, str]) -> int:
+    """Write the block trace ``out`` through the engine's writer (atomically, the footer's format
+    keys its own), the PC table whole; returns its rows."""
+    data = {name: np.ascontiguousarray(columns[name], dtype=dtype.newbyteorder("<")).tobytes()
+            for name, dtype in COLUMN_DTYPES.items()}  # fmt: skip
+    return api.write_block_trace(str(out), data, meta, keep_unused_pcs=True)

@@ -1,5 +1,6 @@
 //! The block-trace Parquet format, version "1": the ten fixed column names with their unsigned
-//! widths, and the fixed `pcstream.*` key-value metadata keys, parsed into [`TraceMeta`].
+//! widths, and the fixed `pcstream.*` key-value metadata (keys defined in
+//! [`crate::parquet::keys`]), parsed into [`TraceMeta`].
 //!
 //! Metadata values are strings. `pcstream.files`, `pcstream.file_classes` and `pcstream.pcs` hold
 //! JSON objects whose keys are decimal strings (JSON object keys cannot be numbers).
@@ -24,17 +25,10 @@ pub const COLUMNS: [(&str, u8); 10] = [
 /// Columns a block trace cannot do without; every other column reads as 0 when absent.
 pub const REQUIRED: [&str; 3] = ["lpn", "pages", "op"];
 
-pub const KEY_FORMAT: &str = "pcstream.format";
-pub const KEY_PAGE_BYTES: &str = "pcstream.page_bytes";
-pub const KEY_CAPACITY: &str = "pcstream.capacity_pages";
-pub const KEY_SOURCE: &str = "pcstream.source";
-pub const KEY_FILES: &str = "pcstream.files";
-pub const KEY_FILE_CLASSES: &str = "pcstream.file_classes";
-pub const KEY_PCS: &str = "pcstream.pcs";
-/// Rows at the start of the trace that are the aged state of the device (all writes).
-pub const KEY_AGED_ROWS: &str = "pcstream.aged_rows";
-/// Pages of those rows.
-pub const KEY_AGED_PAGES: &str = "pcstream.aged_pages";
+pub use crate::parquet::keys::{
+    KEY_AGED_PAGES, KEY_AGED_ROWS, KEY_CAPACITY, KEY_FILES, KEY_FILE_CLASSES, KEY_FORMAT,
+    KEY_PAGE_BYTES, KEY_PCS, KEY_SOURCE,
+};
 /// The only format version this crate reads and writes.
 pub const FORMAT_VERSION: &str = "1";
 /// The engine's page size, as the `pcstream.page_bytes` value; other sizes are rejected rather
@@ -124,100 +118,98 @@ impl TraceMeta {
         pairs: &[(String, Option<String>)],
     ) -> Result<TraceMeta, TraceError> {
         let mut m = TraceMeta::default();
-        let bad = |key: &str, why: String| TraceError::BadMeta {
-            path: path.into(),
-            key: key.into(),
-            why,
-        };
-        let json_err = |key: &str, e: serde_json::Error, expected: &str| {
-            bad(
-                key,
-                format!(
-                    "malformed JSON ({}); expected {expected}; fix or remove the key",
-                    one_line(e)
-                ),
-            )
-        };
         for (k, v) in pairs {
             let Some(v) = v else { continue };
-            match k.as_str() {
-                KEY_FORMAT if v.trim() != FORMAT_VERSION => {
-                    return Err(bad(
-                        k,
-                        format!(
-                            "format version '{v}' is not understood by this pcstream (it reads version {FORMAT_VERSION}); upgrade pcstream"
-                        ),
-                    ));
-                }
-                KEY_PAGE_BYTES => {
-                    m.page_bytes = v.trim().parse().map_err(|_| {
-                        bad(
-                            k,
-                            format!("'{v}' is not a number of bytes; write e.g. 4096"),
-                        )
-                    })?;
-                    if m.page_bytes != PAGE_BYTES {
-                        return Err(bad(
-                            k,
-                            format!(
-                                "page size {v} is not supported (only {PAGE_BYTES}); re-import the trace with 4 KiB pages"
-                            ),
-                        ));
-                    }
-                }
-                KEY_CAPACITY => {
-                    let c: u64 = v.trim().parse().map_err(|_| {
-                        bad(
-                            k,
-                            format!("'{v}' is not a number of pages; fix or remove the key"),
-                        )
-                    })?;
-                    if c > MAX_PAGES {
-                        return Err(bad(
-                            k,
-                            format!(
-                                "{c} pages is beyond the limit of {MAX_PAGES} pages (2^40, 4 PiB); fix or remove the key"
-                            ),
-                        ));
-                    }
-                    m.capacity_pages = Some(c)
-                }
-                KEY_AGED_ROWS | KEY_AGED_PAGES => {
-                    let n: u64 = v.trim().parse().map_err(|_| {
-                        bad(k, format!("'{v}' is not a count; fix or remove the key"))
-                    })?;
-                    let a = m.aged.get_or_insert_with(AgedRows::default);
-                    if k == KEY_AGED_ROWS {
-                        a.rows = n
-                    } else {
-                        a.pages = n
-                    }
-                }
-                KEY_SOURCE => m.source = v.clone(),
-                KEY_FILES => {
-                    m.files = serde_json::from_str(v)
-                        .map_err(|e| json_err(k, e, "an object {\"id\": \"path\"}"))?
-                }
-                KEY_FILE_CLASSES => {
-                    m.file_classes = serde_json::from_str(v)
-                        .map_err(|e| json_err(k, e, "an object {\"id\": \"class name\"}"))?
-                }
-                KEY_PCS => {
-                    let pcs: serde_json::Value = serde_json::from_str(v)
-                        .map_err(|e| json_err(k, e, "an object {\"signature\": [frames]}"))?;
-                    if !pcs.is_object() {
-                        return Err(bad(
-                            k,
-                            "not a JSON object; expected {\"signature\": [frames]}; fix or remove the key".into(),
-                        ));
-                    }
-                    m.pcs = pcs;
-                }
-                _ => {}
-            }
+            m.set(k, v).map_err(|why| TraceError::BadMeta {
+                path: path.into(),
+                key: k.clone(),
+                why,
+            })?;
         }
         Ok(m)
     }
+
+    /// Take the value `v` of the footer key `k` (other keys are ignored); `Err` says why the
+    /// value cannot be used and what to do.
+    fn set(&mut self, k: &str, v: &str) -> Result<(), String> {
+        let json_err = |e: serde_json::Error, expected: &str| {
+            format!(
+                "malformed JSON ({}); expected {expected}; fix or remove the key",
+                one_line(e)
+            )
+        };
+        match k {
+            KEY_FORMAT if v.trim() != FORMAT_VERSION => {
+                return Err(format!(
+                    "format version '{v}' is not understood by this pcstream (it reads version {FORMAT_VERSION}); upgrade pcstream"
+                ));
+            }
+            KEY_PAGE_BYTES => self.page_bytes = page_bytes(v)?,
+            KEY_CAPACITY => self.capacity_pages = Some(capacity(v)?),
+            KEY_AGED_ROWS | KEY_AGED_PAGES => {
+                let n: u64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("'{v}' is not a count; fix or remove the key"))?;
+                let a = self.aged.get_or_insert_with(AgedRows::default);
+                if k == KEY_AGED_ROWS {
+                    a.rows = n
+                } else {
+                    a.pages = n
+                }
+            }
+            KEY_SOURCE => self.source = v.to_string(),
+            KEY_FILES => {
+                self.files = serde_json::from_str(v)
+                    .map_err(|e| json_err(e, "an object {\"id\": \"path\"}"))?
+            }
+            KEY_FILE_CLASSES => {
+                self.file_classes = serde_json::from_str(v)
+                    .map_err(|e| json_err(e, "an object {\"id\": \"class name\"}"))?
+            }
+            KEY_PCS => {
+                let pcs: serde_json::Value = serde_json::from_str(v)
+                    .map_err(|e| json_err(e, "an object {\"signature\": [frames]}"))?;
+                if !pcs.is_object() {
+                    return Err(
+                        "not a JSON object; expected {\"signature\": [frames]}; fix or remove the key"
+                            .into(),
+                    );
+                }
+                self.pcs = pcs;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The `pcstream.page_bytes` value `v`: a number, and the engine's page size.
+fn page_bytes(v: &str) -> Result<u32, String> {
+    let n: u32 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{v}' is not a number of bytes; write e.g. 4096"))?;
+    if n != PAGE_BYTES {
+        return Err(format!(
+            "page size {v} is not supported (only {PAGE_BYTES}); re-import the trace with 4 KiB pages"
+        ));
+    }
+    Ok(n)
+}
+
+/// The `pcstream.capacity_pages` value `v`: a number of pages within [`MAX_PAGES`].
+fn capacity(v: &str) -> Result<u64, String> {
+    let c: u64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{v}' is not a number of pages; fix or remove the key"))?;
+    if c > MAX_PAGES {
+        return Err(format!(
+            "{c} pages is beyond the limit of {MAX_PAGES} pages (2^40, 4 PiB); fix or remove the key"
+        ));
+    }
+    Ok(c)
 }
 
 #[cfg(test)]

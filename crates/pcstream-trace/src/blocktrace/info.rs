@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use pcstream_core::request::Op;
+use pcstream_core::request::{Op, Request};
 use serde_json::json;
 
 use super::reader::{scan_capacity, BlockTraceReader};
@@ -21,6 +21,94 @@ use crate::error::TraceError;
 
 /// Names of the `meta` classes 0..=5, in the order of `pcstream_core::request::meta`.
 pub const META_CLASSES: [&str; 6] = ["data", "journal", "inode", "directory", "bitmap", "other"];
+
+/// What one pass over the rows counts.
+struct Tally {
+    /// One bit per page: written at least once.
+    seen: Vec<u64>,
+    unique: u64,
+    /// (requests, pages) per op.
+    ops: [(u64, u64); 4],
+    /// Pages written per PC.
+    pcs: BTreeMap<u64, u64>,
+    files: BTreeSet<u32>,
+    pids: BTreeSet<u32>,
+    meta_pages: [u64; 6],
+    first: Option<u64>,
+    last: u64,
+}
+
+impl Tally {
+    /// A tally for a trace of `capacity` pages, its bitmap checked against the memory available.
+    fn new(path: &Path, capacity: u64) -> Result<Tally, TraceError> {
+        let words = usize::try_from(capacity.div_ceil(64)).map_err(|_| TraceError::Io {
+            path: path.display().to_string(),
+            why: format!("capacity of {capacity} pages is too large to summarise on this machine"),
+        })?;
+        crate::meminfo::check(
+            words as u64 * 8,
+            &format!("{}: summarising {capacity} pages", path.display()),
+            "a bitmap of the pages written",
+            "summarise a trace of a smaller capacity or use a machine with more memory",
+        )
+        .map_err(TraceError::Memory)?;
+        Ok(Tally {
+            seen: vec![0u64; words],
+            unique: 0,
+            ops: [(0, 0); 4],
+            pcs: BTreeMap::new(),
+            files: BTreeSet::new(),
+            pids: BTreeSet::new(),
+            meta_pages: [0; 6],
+            first: None,
+            last: 0,
+        })
+    }
+
+    fn add(&mut self, q: &Request) {
+        let op = q.op as usize; // validated: 0..=3
+        self.ops[op].0 += 1;
+        self.ops[op].1 += q.pages as u64;
+        self.first.get_or_insert(q.ts_ns);
+        self.last = self.last.max(q.ts_ns);
+        self.pids.insert(q.pid);
+        if q.op != Op::Write as u8 {
+            return;
+        }
+        *self.pcs.entry(q.pc).or_default() += q.pages as u64;
+        if q.file != 0 {
+            self.files.insert(q.file);
+        }
+        self.meta_pages[(q.meta as usize).min(5)] += q.pages as u64;
+        for l in q.lpn..q.lpn + q.pages as u64 {
+            let (w, bit) = ((l / 64) as usize, 1u64 << (l % 64));
+            if self.seen[w] & bit == 0 {
+                self.seen[w] |= bit;
+                self.unique += 1;
+            }
+        }
+    }
+
+    /// Share of the pages written.
+    fn share(&self, pages: u64) -> f64 {
+        let written = self.ops[0].1;
+        if written == 0 {
+            0.0
+        } else {
+            pages as f64 / written as f64
+        }
+    }
+
+    /// The 10 PCs with the most pages written (ties to the smaller PC).
+    fn top_pcs(&self) -> Vec<serde_json::Value> {
+        let mut top: Vec<(u64, u64)> = self.pcs.iter().map(|(&k, &v)| (k, v)).collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        top.iter()
+            .take(10)
+            .map(|&(pc, p)| json!({"pc": pc.to_string(), "pages": p, "share": self.share(p)}))
+            .collect()
+    }
+}
 
 /// Summarise the trace at `path`; see the module documentation for the fields.
 pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
@@ -32,72 +120,19 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
         Some(c) => (c, false),
         None => (scan_capacity(path)?, true),
     };
-    let words = usize::try_from(capacity.div_ceil(64)).map_err(|_| TraceError::Io {
-        path: path.display().to_string(),
-        why: format!("capacity of {capacity} pages is too large to summarise on this machine"),
-    })?;
-    crate::meminfo::check(
-        words as u64 * 8,
-        &format!("{}: summarising {capacity} pages", path.display()),
-        "a bitmap of the pages written",
-        "summarise a trace of a smaller capacity or use a machine with more memory",
-    )
-    .map_err(TraceError::Memory)?;
-    let mut seen = vec![0u64; words];
-    let mut unique = 0u64;
-    let mut ops = [(0u64, 0u64); 4];
-    let mut pcs: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut files = BTreeSet::new();
-    let mut pids = BTreeSet::new();
-    let mut meta_pages = [0u64; 6];
-    let (mut first, mut last) = (None, 0u64);
+    let mut t = Tally::new(path, capacity)?;
     let mut buf = Vec::new();
     while r.next_batch(&mut buf)? {
         for q in &buf {
-            let op = q.op as usize; // validated: 0..=3
-            ops[op].0 += 1;
-            ops[op].1 += q.pages as u64;
-            first.get_or_insert(q.ts_ns);
-            last = last.max(q.ts_ns);
-            pids.insert(q.pid);
-            if q.op != Op::Write as u8 {
-                continue;
-            }
-            *pcs.entry(q.pc).or_default() += q.pages as u64;
-            if q.file != 0 {
-                files.insert(q.file);
-            }
-            meta_pages[(q.meta as usize).min(5)] += q.pages as u64;
-            for l in q.lpn..q.lpn + q.pages as u64 {
-                let (w, bit) = ((l / 64) as usize, 1u64 << (l % 64));
-                if seen[w] & bit == 0 {
-                    seen[w] |= bit;
-                    unique += 1;
-                }
-            }
+            t.add(q);
         }
     }
-    let written = ops[0].1;
-    let share = |p: u64| {
-        if written == 0 {
-            0.0
-        } else {
-            p as f64 / written as f64
-        }
-    };
-    let mut top: Vec<(u64, u64)> = pcs.iter().map(|(&k, &v)| (k, v)).collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let top: Vec<_> = top
-        .iter()
-        .take(10)
-        .map(|&(pc, p)| json!({"pc": pc.to_string(), "pages": p, "share": share(p)}))
-        .collect();
     let meta_share: serde_json::Map<String, serde_json::Value> = META_CLASSES
         .iter()
-        .zip(meta_pages)
-        .map(|(n, p)| (n.to_string(), json!(share(p))))
+        .zip(t.meta_pages)
+        .map(|(n, p)| (n.to_string(), json!(t.share(p))))
         .collect();
-    let first = first.unwrap_or(0);
+    let (first, last) = (t.first.unwrap_or(0), t.last);
     let m = r.meta();
     let page = m.page_bytes as u64;
     let pair = |o: (u64, u64)| json!({"requests": o.0, "pages": o.1});
@@ -111,16 +146,16 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
         "capacity_pages": capacity,
         "capacity_scanned": scanned,
         "capacity_bytes": capacity * page,
-        "writes": pair(ops[0]),
-        "trims": pair(ops[1]),
-        "reads": pair(ops[2]),
-        "flushes": ops[3].0,
-        "unique_lpns_written": unique,
-        "footprint_bytes": unique * page,
-        "pcs": {"count": pcs.len(), "top": top},
-        "files": files.len(),
+        "writes": pair(t.ops[0]),
+        "trims": pair(t.ops[1]),
+        "reads": pair(t.ops[2]),
+        "flushes": t.ops[3].0,
+        "unique_lpns_written": t.unique,
+        "footprint_bytes": t.unique * page,
+        "pcs": {"count": t.pcs.len(), "top": t.top_pcs()},
+        "files": t.files.len(),
         "file_table": m.files.len(),
-        "pids": pids.len(),
+        "pids": t.pids.len(),
         "meta_share": meta_share,
         "ts": {"first_ns": first, "last_ns": last, "duration_s": last.saturating_sub(first) as f64 / 1e9},
         // The aged state (`map --age`): the leading rows, counted in `writes` too.

@@ -1,15 +1,11 @@
 //! Block-level traces, the simulator's input: one row per request (docs/FORMATS.md). [`format`]
-//! holds the columns and footer keys, [`reader`] streams a file (with a prefetching thread for the
-//! simulator), [`writer`] writes one atomically, [`info`] summarises one, and `rowgroups` maps a
-//! global row index to its row group for error messages (shared with the file-trace reader).
+//! holds the columns and the footer metadata, [`reader`] streams a file (with a prefetching
+//! thread for the simulator), [`writer`] writes one atomically, [`info`] summarises one. The
+//! Parquet plumbing under them is [`crate::parquet`]'s.
 
-mod footer;
 pub mod format;
 pub mod info;
-mod pages;
 pub mod reader;
-pub(crate) mod rowgroups;
-mod thrift;
 pub mod writer;
 
 pub use format::{AgedRows, TraceMeta, PAGE_BYTES};

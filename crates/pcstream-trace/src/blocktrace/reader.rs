@@ -9,7 +9,6 @@
 //! than a silent wrap. Absent optional columns read as 0. Columns that are not part of the format
 //! are not decoded at all (projection).
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
@@ -20,18 +19,15 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
-    ParquetRecordBatchReaderBuilder,
-};
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 use pcstream_core::request::{Op, Request};
 
 use super::format::{TraceMeta, COLUMNS, MAX_PAGES, REQUIRED};
-use super::rowgroups::RowGroups;
 use crate::error::{one_line, TraceError};
 use crate::guard::contain;
+use crate::parquet::{builder, footer_pairs, is_integer, open_input, RowGroups};
 
 /// Most rows per decoded batch, whatever the row-group size (bounds memory).
 pub const BATCH_ROWS: usize = 64 * 1024;
@@ -49,62 +45,6 @@ pub struct BlockTraceReader {
     inner: ParquetRecordBatchReader,
     /// Global index of the next row to decode.
     row: u64,
-}
-
-/// Open an input file with one-line errors: missing, unreadable, or a directory.
-pub(crate) fn open_input(path: &Path) -> Result<File, TraceError> {
-    let label = path.display().to_string();
-    let f = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => TraceError::Missing {
-            path: label.clone(),
-        },
-        _ => TraceError::Io {
-            path: label.clone(),
-            why: format!("cannot open ({}); check the permissions", one_line(e)),
-        },
-    })?;
-    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(TraceError::Io {
-            path: label,
-            why: "is a directory, not a trace file; give the file itself".into(),
-        });
-    }
-    Ok(f)
-}
-
-/// Read the footer of `src` (a file, or bytes in memory) into a reader builder; a corrupt
-/// footer or page header is [`TraceError::NotParquet`], also when the decoder panics on it.
-pub(crate) fn builder<T: super::pages::ReadAt + 'static>(
-    label: &str,
-    src: T,
-) -> Result<ParquetRecordBatchReaderBuilder<T>, TraceError> {
-    let not_parquet = |why: String| TraceError::NotParquet {
-        path: label.to_string(),
-        why,
-    };
-    super::footer::check_footer(&src).map_err(not_parquet)?;
-    let meta = contain(|| ArrowReaderMetadata::load(&src, ArrowReaderOptions::new()))
-        .map_err(not_parquet)?
-        .map_err(|e| not_parquet(one_line(e)))?;
-    super::pages::check_pages(&src, meta.metadata()).map_err(not_parquet)?;
-    Ok(ParquetRecordBatchReaderBuilder::new_with_metadata(
-        src, meta,
-    ))
-}
-
-/// Integer Arrow types the reader converts (value by value, checked) to the column's width.
-pub(crate) fn is_integer(dt: &DataType) -> bool {
-    matches!(
-        dt,
-        DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::UInt64
-            | DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-    )
 }
 
 /// Copy `vals` into one field of `out` through a checked conversion. For widening unsigned
@@ -171,16 +111,7 @@ impl BlockTraceReader {
         b: ParquetRecordBatchReaderBuilder<T>,
     ) -> Result<BlockTraceReader, TraceError> {
         let md = b.metadata().clone();
-        let pairs: Vec<(String, Option<String>)> = md
-            .file_metadata()
-            .key_value_metadata()
-            .map(|kv| {
-                kv.iter()
-                    .map(|k| (k.key.clone(), k.value.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let meta = TraceMeta::from_pairs(&label, &pairs)?;
+        let meta = TraceMeta::from_pairs(&label, &footer_pairs(&md))?;
         let schema = b.schema().clone();
         let mut file_idx = [None; 10];
         for (i, (name, bits)) in COLUMNS.iter().enumerate() {

@@ -2,54 +2,22 @@
 //! `pcstream.*` metadata. Rows are validated as they are pushed (the same rules the reader
 //! enforces), so the writer never produces a trace the reader rejects.
 //!
-//! Output goes to `PATH.tmp-<pid>` and is renamed onto `PATH` by [`BlockTraceWriter::finish`];
-//! on any error, or when the writer is dropped unfinished, the temporary file is removed: a
-//! partial trace is never left behind.
+//! The file is written atomically (`crate::parquet`'s writer): it appears at `PATH` only when
+//! [`BlockTraceWriter::finish`] succeeds, and a partial trace is never left behind.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_writer::ArrowWriterOptions;
-use parquet::arrow::{encode_arrow_schema, ArrowWriter, ARROW_SCHEMA_META_KEY};
 use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use pcstream_core::request::{Op, Request};
 
 use super::format::{TraceMeta, COLUMNS, KEY_CAPACITY, MAX_PAGES};
-use crate::error::{one_line, TraceError};
-
-/// Footer values longer than this (bytes) are not copied into the embedded Arrow schema: the
-/// file and PC tables of a long recording reach megabytes (SQLite's journal, one file per
-/// transaction), and a second, base64-encoded copy would more than double the trace's size.
-/// Readers of those keys take them from the footer's key-value pairs.
-pub(crate) const ARROW_SCHEMA_VALUE_LIMIT: usize = 64 * 1024;
-
-/// Write the footer: `pairs` as key-value metadata, and an Arrow schema `schema` carrying the
-/// pairs no longer than [`ARROW_SCHEMA_VALUE_LIMIT`] (pyarrow, pandas and polars read a table's
-/// metadata from the embedded schema, not from the footer's pairs).
-pub(crate) fn append_footer<W: std::io::Write + Send>(
-    w: &mut ArrowWriter<W>,
-    schema: &Schema,
-    pairs: Vec<(String, String)>,
-) {
-    let small: std::collections::BTreeMap<String, String> = pairs
-        .iter()
-        .filter(|(_, v)| v.len() <= ARROW_SCHEMA_VALUE_LIMIT)
-        .cloned()
-        .collect();
-    w.append_key_value_metadata(KeyValue::new(
-        ARROW_SCHEMA_META_KEY.to_string(),
-        encode_arrow_schema(&schema.clone().with_metadata(small)),
-    ));
-    for (k, v) in pairs {
-        w.append_key_value_metadata(KeyValue::new(k, v));
-    }
-}
+use crate::error::TraceError;
+use crate::parquet::AtomicWriter;
 
 /// zstd level of block traces (see `create`).
 const ZSTD_LEVEL: i32 = 9;
@@ -59,37 +27,9 @@ pub const DEFAULT_ROW_GROUP_ROWS: usize = 1 << 20;
 /// Rows buffered before they are handed to the Parquet encoder.
 const CHUNK_ROWS: usize = 64 * 1024;
 
-/// The temporary file an output `path` is written to before it is renamed into place. Refuses a
-/// `path` that exists and is not a regular file (a device node such as /dev/null, a FIFO, a
-/// directory): renaming over it would replace the node with a file.
-pub(crate) fn temp_path(path: &Path) -> Result<PathBuf, TraceError> {
-    let label = path.display().to_string();
-    if let Ok(m) = std::fs::metadata(path) {
-        if !m.is_file() {
-            return Err(TraceError::Io {
-                path: label,
-                why: "exists and is not a regular file (a device, FIFO or directory); give a file name for the output".into(),
-            });
-        }
-    }
-    let name = path
-        .file_name()
-        .ok_or_else(|| TraceError::Io {
-            path: label.clone(),
-            why: "the path names no file; give a file name for the output".into(),
-        })?
-        .to_string_lossy()
-        .into_owned();
-    Ok(path.with_file_name(format!("{name}.tmp-{}", std::process::id())))
-}
-
 /// Writes one block trace; see the module documentation.
 pub struct BlockTraceWriter {
-    path: PathBuf,
-    label: String,
-    tmp: PathBuf,
-    writer: Option<ArrowWriter<File>>,
-    schema: Arc<Schema>,
+    out: AtomicWriter,
     meta: TraceMeta,
     buf: Vec<Request>,
     chunk_rows: usize,
@@ -100,6 +40,8 @@ pub struct BlockTraceWriter {
     /// The PCs of the rows, so the footer's PC table names only those (a mapped trace inherits
     /// the file trace's table, whose PCs may never reach the device: cc1's temporaries).
     pcs: std::collections::HashSet<u64>,
+    /// Write the PC table as given, entries of PCs no row has included.
+    keep_unused_pcs: bool,
 }
 
 fn dtype(bits: u8) -> DataType {
@@ -119,16 +61,6 @@ impl BlockTraceWriter {
         meta: &TraceMeta,
         row_group_rows: usize,
     ) -> Result<BlockTraceWriter, TraceError> {
-        let label = path.display().to_string();
-        let io = |e: &dyn std::fmt::Display| TraceError::Io {
-            path: label.clone(),
-            why: format!(
-                "cannot write ({}); check that the directory exists and is writable",
-                one_line(e)
-            ),
-        };
-        let tmp = temp_path(path)?;
-        let file = File::create(&tmp).map_err(|e| io(&e))?;
         let schema = Arc::new(Schema::new(
             COLUMNS
                 .iter()
@@ -147,22 +79,9 @@ impl BlockTraceWriter {
         for col in ["ts_ns", "lpn", "file"] {
             props = props.set_column_dictionary_enabled(ColumnPath::from(col), false);
         }
-        let props = props.build();
-        // The embedded Arrow schema is written at `finish`, with the metadata known by then.
-        let options = ArrowWriterOptions::new()
-            .with_properties(props)
-            .with_skip_arrow_metadata(true);
-        let writer =
-            ArrowWriter::try_new_with_options(file, schema.clone(), options).map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                io(&e)
-            })?;
+        let out = AtomicWriter::create(path, schema, props.build())?;
         Ok(BlockTraceWriter {
-            path: path.to_path_buf(),
-            label,
-            tmp,
-            writer: Some(writer),
-            schema,
+            out,
             meta: meta.clone(),
             buf: Vec::with_capacity(CHUNK_ROWS.min(row_group_rows)),
             chunk_rows: CHUNK_ROWS.min(row_group_rows),
@@ -170,6 +89,7 @@ impl BlockTraceWriter {
             rows: 0,
             max_end: 0,
             pcs: std::collections::HashSet::new(),
+            keep_unused_pcs: false,
         })
     }
 
@@ -177,6 +97,13 @@ impl BlockTraceWriter {
     /// built while generating, such as `pcstream.files`, can be set after the rows).
     pub fn set_meta(&mut self, meta: &TraceMeta) {
         self.meta = meta.clone();
+    }
+
+    /// Write the PC table of the metadata whole at [`finish`](Self::finish), entries of PCs no
+    /// row has included: a trace captured from a device keeps its recording's table as is.
+    /// By default the table names only the PCs of the rows.
+    pub fn keep_unused_pcs(&mut self) {
+        self.keep_unused_pcs = true;
     }
 
     /// Rows pushed so far.
@@ -229,7 +156,7 @@ impl BlockTraceWriter {
         };
         let n = self.rows;
         Err(TraceError::BadRow {
-            path: self.label.clone(),
+            path: self.out.label().to_string(),
             group: (n / self.row_group_rows as u64) as usize,
             row: n % self.row_group_rows as u64,
             what: format!("{what}; the row was not written: fix the generator or importer"),
@@ -255,16 +182,9 @@ impl BlockTraceWriter {
             Arc::new(UInt32Array::from_iter_values(b.iter().map(|r| r.pid))),
             Arc::new(UInt8Array::from_iter_values(b.iter().map(|r| r.hint))),
         ];
-        let batch =
-            RecordBatch::try_new(self.schema.clone(), cols).expect("columns match the schema");
-        let w = self.writer.as_mut().expect("writer open until finish");
-        w.write(&batch).map_err(|e| TraceError::Io {
-            path: self.label.clone(),
-            why: format!(
-                "write failed ({}); check free disk space; nothing was written",
-                one_line(e)
-            ),
-        })?;
+        let batch = RecordBatch::try_new(self.out.schema().clone(), cols)
+            .expect("columns match the schema");
+        self.out.write(&batch)?;
         self.buf.clear();
         Ok(())
     }
@@ -275,7 +195,7 @@ impl BlockTraceWriter {
         self.flush()?;
         if let Some(c) = self.meta.capacity_pages.filter(|&c| c > MAX_PAGES) {
             return Err(TraceError::BadMeta {
-                path: self.label.clone(),
+                path: self.out.label().to_string(),
                 key: KEY_CAPACITY.into(),
                 why: format!(
                     "{c} pages is beyond {MAX_PAGES} pages (2^40, 4 PiB), the largest trace pcstream reads; nothing was written"
@@ -285,7 +205,7 @@ impl BlockTraceWriter {
         if let Some(c) = self.meta.capacity_pages {
             if self.max_end > c {
                 return Err(TraceError::BadMeta {
-                    path: self.label.clone(),
+                    path: self.out.label().to_string(),
                     key: KEY_CAPACITY.into(),
                     why: format!(
                         "{c} pages is less than the rows address ({} pages); set a larger capacity; nothing was written",
@@ -294,35 +214,13 @@ impl BlockTraceWriter {
                 });
             }
         }
-        let mut w = self.writer.take().expect("writer open until finish");
-        if let Some(table) = self.meta.pcs.as_object_mut() {
-            let pcs = &self.pcs;
-            table.retain(|sig, _| sig.parse::<u64>().is_ok_and(|pc| pcs.contains(&pc)));
+        if !self.keep_unused_pcs {
+            if let Some(table) = self.meta.pcs.as_object_mut() {
+                let pcs = &self.pcs;
+                table.retain(|sig, _| sig.parse::<u64>().is_ok_and(|pc| pcs.contains(&pc)));
+            }
         }
-        append_footer(&mut w, &self.schema, self.meta.to_pairs());
-        let fail = |what: &str, e: &dyn std::fmt::Display| TraceError::Io {
-            path: self.label.clone(),
-            why: format!(
-                "{what} failed ({}); check free disk space; nothing was written",
-                one_line(e)
-            ),
-        };
-        let res = w
-            .close()
-            .map_err(|e| fail("closing", &e))
-            .and_then(|_| std::fs::rename(&self.tmp, &self.path).map_err(|e| fail("renaming", &e)));
-        if res.is_err() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-        res.map(|_| self.rows)
-    }
-}
-
-impl Drop for BlockTraceWriter {
-    fn drop(&mut self) {
-        // Still open: not finished (error or early return); remove the partial output.
-        if self.writer.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
+        self.out.finish(self.meta.to_pairs())?;
+        Ok(self.rows)
     }
 }

@@ -18,9 +18,9 @@ use arrow_schema::DataType;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
 
-use super::{FileOp, FileTraceReader, KEY_PATHS};
+use super::flags::{VIA_RECOVERED, VIA_STDIO_INLINE};
+use super::{FileEvent, FileOp, FileTraceReader, KEY_PATHS};
 use crate::error::TraceError;
-use crate::record::shimlog::{VIA_RECOVERED, VIA_STDIO_INLINE};
 
 /// Entries in each top list.
 pub const TOP: usize = 10;
@@ -36,7 +36,7 @@ pub fn is_file_trace(path: &Path) -> bool {
         return false;
     };
     // Through the readers' builder: the footer check and the decoder's panics contained.
-    let Ok(b) = crate::blocktrace::reader::builder(&path.display().to_string(), f) else {
+    let Ok(b) = crate::parquet::builder(&path.display().to_string(), f) else {
         return false;
     };
     let has_paths = b
@@ -93,71 +93,92 @@ fn top<K: Copy + Ord>(m: &FxHashMap<K, (u64, u64)>) -> Vec<(K, u64, u64)> {
     v
 }
 
+/// What one pass over the rows counts.
+#[derive(Default)]
+struct Tally {
+    /// Rows per known op name.
+    ops: BTreeMap<&'static str, u64>,
+    writes: u64,
+    bytes: u64,
+    recovered: u64,
+    inline: u64,
+    /// (bytes, rows) written per PC and per path id.
+    pcs: FxHashMap<u64, (u64, u64)>,
+    files: FxHashMap<u32, (u64, u64)>,
+    pids: FxHashSet<u32>,
+    threads: FxHashSet<(u32, u32)>,
+    /// set_hint rows per hint value.
+    hints: BTreeMap<u64, u64>,
+    first: Option<u64>,
+    last: u64,
+}
+
+impl Tally {
+    fn add(&mut self, e: &FileEvent) {
+        if e.op != FileOp::Unknown {
+            *self.ops.entry(e.op.name()).or_default() += 1;
+        }
+        self.first.get_or_insert(e.ts_ns);
+        self.last = self.last.max(e.ts_ns);
+        self.pids.insert(e.pid);
+        self.threads.insert((e.pid, e.tid));
+        match e.op {
+            FileOp::Write => {
+                self.writes += 1;
+                self.bytes += e.len;
+                if e.flags & VIA_RECOVERED != 0 {
+                    self.recovered += e.len;
+                }
+                if e.flags & VIA_STDIO_INLINE != 0 {
+                    self.inline += e.len;
+                }
+                let p = self.pcs.entry(e.pc).or_default();
+                p.0 += e.len;
+                p.1 += 1;
+                let f = self.files.entry(e.path).or_default();
+                f.0 += e.len;
+                f.1 += 1;
+            }
+            FileOp::SetHint => *self.hints.entry(e.offset).or_default() += 1,
+            _ => {}
+        }
+    }
+
+    /// Share of the bytes written.
+    fn share(&self, b: u64) -> f64 {
+        if self.bytes == 0 {
+            0.0
+        } else {
+            b as f64 / self.bytes as f64
+        }
+    }
+}
+
 /// Summarise the file-level trace at `path`; see the module documentation for the fields.
 pub fn summarize(path: &Path) -> Result<Value, TraceError> {
     let mut r = FileTraceReader::open(path)?;
-    let mut ops: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let (mut writes, mut bytes, mut recovered, mut inline) = (0u64, 0u64, 0u64, 0u64);
-    let mut pcs: FxHashMap<u64, (u64, u64)> = FxHashMap::default();
-    let mut files: FxHashMap<u32, (u64, u64)> = FxHashMap::default();
-    let mut pids: FxHashSet<u32> = FxHashSet::default();
-    let mut threads: FxHashSet<(u32, u32)> = FxHashSet::default();
-    let mut hints: BTreeMap<u64, u64> = BTreeMap::new();
-    let (mut first, mut last) = (None, 0u64);
+    let mut t = Tally::default();
     let mut buf = Vec::new();
     while r.next_batch(&mut buf)? {
         for e in &buf {
-            if e.op != FileOp::Unknown {
-                *ops.entry(e.op.name()).or_default() += 1;
-            }
-            first.get_or_insert(e.ts_ns);
-            last = last.max(e.ts_ns);
-            pids.insert(e.pid);
-            threads.insert((e.pid, e.tid));
-            match e.op {
-                FileOp::Write => {
-                    writes += 1;
-                    bytes += e.len;
-                    if e.flags & VIA_RECOVERED != 0 {
-                        recovered += e.len;
-                    }
-                    if e.flags & VIA_STDIO_INLINE != 0 {
-                        inline += e.len;
-                    }
-                    let p = pcs.entry(e.pc).or_default();
-                    p.0 += e.len;
-                    p.1 += 1;
-                    let f = files.entry(e.path).or_default();
-                    f.0 += e.len;
-                    f.1 += 1;
-                }
-                FileOp::SetHint => *hints.entry(e.offset).or_default() += 1,
-                _ => {}
-            }
+            t.add(e);
         }
     }
-    let mut ops: BTreeMap<String, u64> = ops.into_iter().map(|(k, v)| (k.into(), v)).collect();
+    let mut ops: BTreeMap<String, u64> = t.ops.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     for (name, n) in r.unknown_ops() {
         *ops.entry(name.clone()).or_default() += n;
     }
-    let share = |b: u64| {
-        if bytes == 0 {
-            0.0
-        } else {
-            b as f64 / bytes as f64
-        }
-    };
     let meta = r.meta();
-    let top_pcs: Vec<Value> = top(&pcs)
+    let top_pcs: Vec<Value> = top(&t.pcs)
         .into_iter()
         .map(|(pc, b, n)| {
             let frames = meta.pcs.get(pc.to_string()).cloned().unwrap_or(json!([]));
-            json!({"pc": pc.to_string(), "bytes": b, "rows": n, "share": share(b),
+            json!({"pc": pc.to_string(), "bytes": b, "rows": n, "share": t.share(b),
                    "where": where_of(&frames), "frames": frames})
         })
         .collect();
     let paths = r.paths();
-    let top_files: Vec<Value> = top(&files)
+    let top_files: Vec<Value> = top(&t.files)
         .into_iter()
         .map(|(id, b, n)| {
             let name = match id {
@@ -167,14 +188,15 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
                     .cloned()
                     .unwrap_or_else(|| format!("(path id {id})")),
             };
-            json!({"path": name, "bytes": b, "rows": n, "share": share(b)})
+            json!({"path": name, "bytes": b, "rows": n, "share": t.share(b)})
         })
         .collect();
-    let by_hint: serde_json::Map<String, Value> = hints
+    let by_hint: serde_json::Map<String, Value> = t
+        .hints
         .iter()
         .map(|(&h, &n)| (hint_name(h), json!(n)))
         .collect();
-    let first = first.unwrap_or(0);
+    let (first, last) = (t.first.unwrap_or(0), t.last);
     Ok(json!({
         "kind": "file",
         "path": path.display().to_string(),
@@ -183,15 +205,15 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
         "row_groups": r.num_row_groups(),
         "paths": paths.len(),
         "ops": ops,
-        "writes": {"rows": writes, "bytes": bytes},
-        "recovered_bytes": recovered,
-        "inline_stdio_bytes": inline,
-        "processes": pids.len(),
-        "threads": threads.len(),
+        "writes": {"rows": t.writes, "bytes": t.bytes},
+        "recovered_bytes": t.recovered,
+        "inline_stdio_bytes": t.inline,
+        "processes": t.pids.len(),
+        "threads": t.threads.len(),
         "ts": {"first_ns": first, "last_ns": last, "duration_s": last.saturating_sub(first) as f64 / 1e9},
-        "pcs": {"count": pcs.len(), "top": top_pcs},
-        "files": {"count": files.len(), "top": top_files},
-        "set_hint": {"events": hints.values().sum::<u64>(), "by_hint": by_hint},
+        "pcs": {"count": t.pcs.len(), "top": top_pcs},
+        "files": {"count": t.files.len(), "top": top_files},
+        "set_hint": {"events": t.hints.values().sum::<u64>(), "by_hint": by_hint},
     }))
 }
 
@@ -199,8 +221,8 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
 mod tests {
     use super::*;
     use crate::blocktrace::TraceMeta;
+    use crate::filetrace::flags::VIA_STDIO;
     use crate::filetrace::{write_rows, FileEvent};
-    use crate::record::shimlog::VIA_STDIO;
 
     fn ev(ts: u64, pid: u32, op: FileOp, path: u32, len: u64, pc: u64, flags: u32) -> FileEvent {
         FileEvent {

@@ -5,17 +5,16 @@
 //! (JSON id → path; ids from 1, 0 = none). Rows of all processes are ordered by time (then pid,
 //! tid, log order).
 //!
-//! [`event`] is the in-memory row, [`reader`] streams a file back into events, [`writer`] encodes
+//! [`event`] is the in-memory row and [`flags`] the bits of its `flags` column, [`reader`] streams a file back into events, [`writer`] encodes
 //! events, [`info`] summarises a file (`pcstream info`).
 
 pub mod event;
+pub mod flags;
 pub mod info;
 pub mod reader;
 pub mod writer;
 
+pub use crate::parquet::keys::KEY_PATHS;
 pub use event::{FileEvent, FileOp};
 pub use reader::FileTraceReader;
 pub use writer::{write_events, write_rows, FileTraceWriter, FILE_COLUMNS};
-
-/// Footer key of the path table.
-pub const KEY_PATHS: &str = "pcstream.paths";

@@ -18,17 +18,16 @@ use arrow_array::types::{
     Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{Array, ArrayRef};
-use arrow_schema::DataType;
+use arrow_schema::{DataType, Schema};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 
 use super::{FileEvent, FileOp, KEY_PATHS};
-use crate::blocktrace::reader::{builder, is_integer, open_input};
-use crate::blocktrace::rowgroups::RowGroups;
 use crate::blocktrace::TraceMeta;
 use crate::error::{one_line, TraceError};
 use crate::guard::contain;
+use crate::parquet::{builder, footer_pairs, is_integer, open_input, RowGroups};
 
 /// Most rows per decoded batch (bounds memory whatever the row-group size).
 pub const FILE_BATCH_ROWS: usize = 64 * 1024;
@@ -97,6 +96,62 @@ macro_rules! load_int {
     }};
 }
 
+/// The `pcstream.paths` table of the footer `pairs` (empty when absent).
+fn path_table(
+    label: &str,
+    pairs: &[(String, Option<String>)],
+) -> Result<BTreeMap<u32, String>, TraceError> {
+    let Some((_, Some(v))) = pairs.iter().find(|(k, _)| k == KEY_PATHS) else {
+        return Ok(BTreeMap::new());
+    };
+    serde_json::from_str(v).map_err(|e| TraceError::BadMeta {
+        path: label.to_string(),
+        key: KEY_PATHS.into(),
+        why: format!(
+            "malformed JSON ({}); expected an object {{\"id\": \"path\"}}; re-record the trace",
+            one_line(e)
+        ),
+    })
+}
+
+/// The file column of each of [`INT_COLUMNS`] (`None`: absent) and of `op`, checking their types
+/// and that the required ones are there.
+fn find_columns(label: &str, schema: &Schema) -> Result<([Option<usize>; 12], usize), TraceError> {
+    let missing = |c: &str| TraceError::MissingColumn {
+        path: label.to_string(),
+        column: c.to_string(),
+    };
+    let mut file_idx = [None; 12];
+    for (i, name) in INT_COLUMNS.iter().enumerate() {
+        match schema.column_with_name(name) {
+            Some((idx, field)) if is_integer(field.data_type()) => file_idx[i] = Some(idx),
+            Some((_, field)) => {
+                return Err(TraceError::WrongType {
+                    path: label.to_string(),
+                    column: name.to_string(),
+                    found: field.data_type().to_string(),
+                    expected: "an integer type".into(),
+                })
+            }
+            None if FILE_REQUIRED.contains(name) => return Err(missing(name)),
+            None => {}
+        }
+    }
+    let op_idx = match schema.column_with_name("op") {
+        Some((idx, field)) if is_string(field.data_type()) => idx,
+        Some((_, field)) => {
+            return Err(TraceError::WrongType {
+                path: label.to_string(),
+                column: "op".into(),
+                found: field.data_type().to_string(),
+                expected: "a string column of op names (open, write, ...)".into(),
+            })
+        }
+        None => return Err(missing("op")),
+    };
+    Ok((file_idx, op_idx))
+}
+
 /// What an op string is: a known op, a well-formed unknown name, or malformed.
 fn classify_op(s: &str) -> Result<FileOp, ()> {
     if let Some(op) = FileOp::from_name(s) {
@@ -132,60 +187,10 @@ impl FileTraceReader {
         b: ParquetRecordBatchReaderBuilder<T>,
     ) -> Result<FileTraceReader, TraceError> {
         let md = b.metadata().clone();
-        let pairs: Vec<(String, Option<String>)> = md
-            .file_metadata()
-            .key_value_metadata()
-            .map(|kv| {
-                kv.iter()
-                    .map(|k| (k.key.clone(), k.value.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let pairs = footer_pairs(&md);
         let meta = TraceMeta::from_pairs(&label, &pairs)?;
-        let mut paths = BTreeMap::new();
-        if let Some((_, Some(v))) = pairs.iter().find(|(k, _)| k == KEY_PATHS) {
-            paths = serde_json::from_str(v).map_err(|e| TraceError::BadMeta {
-                path: label.clone(),
-                key: KEY_PATHS.into(),
-                why: format!(
-                    "malformed JSON ({}); expected an object {{\"id\": \"path\"}}; re-record the trace",
-                    one_line(e)
-                ),
-            })?;
-        }
-        let schema = b.schema().clone();
-        let missing = |c: &str| TraceError::MissingColumn {
-            path: label.clone(),
-            column: c.to_string(),
-        };
-        let mut file_idx = [None; 12];
-        for (i, name) in INT_COLUMNS.iter().enumerate() {
-            match schema.column_with_name(name) {
-                Some((idx, field)) if is_integer(field.data_type()) => file_idx[i] = Some(idx),
-                Some((_, field)) => {
-                    return Err(TraceError::WrongType {
-                        path: label,
-                        column: name.to_string(),
-                        found: field.data_type().to_string(),
-                        expected: "an integer type".into(),
-                    })
-                }
-                None if FILE_REQUIRED.contains(name) => return Err(missing(name)),
-                None => {}
-            }
-        }
-        let op_idx = match schema.column_with_name("op") {
-            Some((idx, field)) if is_string(field.data_type()) => idx,
-            Some((_, field)) => {
-                return Err(TraceError::WrongType {
-                    path: label,
-                    column: "op".into(),
-                    found: field.data_type().to_string(),
-                    expected: "a string column of op names (open, write, ...)".into(),
-                })
-            }
-            None => return Err(missing("op")),
-        };
+        let paths = path_table(&label, &pairs)?;
+        let (file_idx, op_idx) = find_columns(&label, b.schema())?;
         let mut selected: Vec<usize> = file_idx.iter().flatten().copied().collect();
         selected.push(op_idx);
         selected.sort_unstable();

@@ -5,22 +5,19 @@
 //! synthetic inputs); the record stage streams converted shim logs through the writer.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_writer::ArrowWriterOptions;
-use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 use super::{FileEvent, KEY_PATHS};
-use crate::blocktrace::writer::append_footer;
 use crate::blocktrace::TraceMeta;
-use crate::error::{one_line, TraceError};
+use crate::error::TraceError;
+use crate::parquet::AtomicWriter;
 
 /// Rows handed to the Parquet encoder at a time.
 pub const WRITE_CHUNK_ROWS: usize = 64 * 1024;
@@ -73,14 +70,11 @@ fn batch_of(schema: &Arc<Schema>, rows: &[FileEvent]) -> RecordBatch {
 
 /// Writes one file-level trace, rows pushed one at a time (in time order) and encoded in chunks
 /// of [`WRITE_CHUNK_ROWS`]; the footer (`meta` and the path table, known only at the end) is
-/// written by [`finish`](Self::finish). Output goes to `PATH.tmp-<pid>`, renamed onto `PATH` at
-/// the end; on an error, or when dropped unfinished, the temporary file is removed.
+/// written by [`finish`](Self::finish). The file is written atomically (`crate::parquet`'s
+/// writer): it appears at `PATH` only when `finish` succeeds, and is removed when dropped
+/// unfinished.
 pub struct FileTraceWriter {
-    path: PathBuf,
-    label: String,
-    tmp: PathBuf,
-    writer: Option<ArrowWriter<File>>,
-    schema: Arc<Schema>,
+    out: AtomicWriter,
     buf: Vec<FileEvent>,
     rows: u64,
 }
@@ -88,14 +82,6 @@ pub struct FileTraceWriter {
 impl FileTraceWriter {
     /// Start writing `out`.
     pub fn create(out: &Path) -> Result<FileTraceWriter, TraceError> {
-        let label = out.display().to_string();
-        let io = |e: &dyn std::fmt::Display| TraceError::Io {
-            path: label.clone(),
-            why: format!(
-                "cannot write ({}); check that the directory exists and is writable",
-                one_line(e)
-            ),
-        };
         let schema = Arc::new(Schema::new(
             FILE_COLUMNS
                 .iter()
@@ -112,25 +98,8 @@ impl FileTraceWriter {
             .set_column_dictionary_enabled(ColumnPath::from("offset"), false)
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .build();
-        let tmp = crate::blocktrace::writer::temp_path(out)?;
-        let file = File::create(&tmp).map_err(|e| io(&e))?;
-        // The embedded Arrow schema is written by `finish`, with the footer's keys in its
-        // metadata: that is where pyarrow, pandas and polars look, and the keys are known only
-        // at the end.
-        let options = ArrowWriterOptions::new()
-            .with_properties(props)
-            .with_skip_arrow_metadata(true);
-        let writer =
-            ArrowWriter::try_new_with_options(file, schema.clone(), options).map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                io(&e)
-            })?;
         Ok(FileTraceWriter {
-            path: out.to_path_buf(),
-            label,
-            tmp,
-            writer: Some(writer),
-            schema,
+            out: AtomicWriter::create(out, schema, props)?,
             buf: Vec::with_capacity(WRITE_CHUNK_ROWS),
             rows: 0,
         })
@@ -151,22 +120,9 @@ impl FileTraceWriter {
         Ok(())
     }
 
-    fn fail(&self, what: &str, e: &dyn std::fmt::Display) -> TraceError {
-        TraceError::Io {
-            path: self.label.clone(),
-            why: format!(
-                "cannot write ({what} failed: {}); check that the directory exists and is writable and the disk has space",
-                one_line(e)
-            ),
-        }
-    }
-
     fn flush(&mut self) -> Result<(), TraceError> {
-        let batch = batch_of(&self.schema, &self.buf);
-        let w = self.writer.as_mut().expect("writer open until finish");
-        if let Err(e) = w.write(&batch) {
-            return Err(self.fail("write", &e));
-        }
+        let batch = batch_of(self.out.schema(), &self.buf);
+        self.out.write(&batch)?;
         self.buf.clear();
         Ok(())
     }
@@ -181,30 +137,13 @@ impl FileTraceWriter {
         if !self.buf.is_empty() || self.rows == 0 {
             self.flush()?;
         }
-        let mut w = self.writer.take().expect("writer open until finish");
         let mut pairs = meta.to_pairs();
         pairs.push((
             KEY_PATHS.to_string(),
             serde_json::to_string(paths).expect("a string map serialises"),
         ));
-        append_footer(&mut w, &self.schema, pairs);
-        let res = match w.close() {
-            Err(e) => Err(self.fail("closing", &e)),
-            Ok(_) => std::fs::rename(&self.tmp, &self.path).map_err(|e| self.fail("renaming", &e)),
-        };
-        if res.is_err() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-        res.map(|_| self.rows)
-    }
-}
-
-impl Drop for FileTraceWriter {
-    fn drop(&mut self) {
-        // Still open: not finished (error or early return); remove the partial output.
-        if self.writer.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
+        self.out.finish(pairs)?;
+        Ok(self.rows)
     }
 }
 

@@ -211,7 +211,7 @@ pub fn open_text(path: &Path) -> Result<Box<dyn BufRead>, TraceError> {
 fn open_counted(path: &Path, read: Arc<AtomicU64>) -> Result<Box<dyn BufRead>, TraceError> {
     let label = path.display().to_string();
     let f = Counted {
-        inner: crate::blocktrace::reader::open_input(path)?,
+        inner: crate::parquet::open_input(path)?,
         read,
     };
     let name = label.to_ascii_lowercase();

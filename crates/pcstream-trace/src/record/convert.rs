@@ -12,9 +12,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::coalesce::Coalescer;
 use super::merge::Merge;
-use super::shimlog::{ShimLogs, ShimRecord, VIA_RECOVERED, VIA_STDIO_INLINE};
+use super::shimlog::{ShimLogs, ShimRecord};
 use crate::blocktrace::TraceMeta;
 use crate::error::TraceError;
+use crate::filetrace::flags::{VIA_RECOVERED, VIA_STDIO_INLINE};
 use crate::filetrace::{FileEvent, FileOp, FileTraceWriter};
 
 /// What [`write_file_trace`] wrote.

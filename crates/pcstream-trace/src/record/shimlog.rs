@@ -23,20 +23,6 @@ pub use super::shimbin::{
     check_header, decode_record, ShimLogError, ShimRecord, HEADER_BYTES, MAGIC, RECORD_BYTES,
 };
 
-/// `flags` bits of a write record (`enum pcshim_write_via`): how the bytes reached the file.
-pub const VIA_STDIO: u32 = 1 << 0;
-pub const VIA_MSYNC: u32 = 1 << 1;
-pub const VIA_AIO: u32 = 1 << 2;
-pub const VIA_COPY: u32 = 1 << 3;
-pub const VIA_SENDFILE: u32 = 1 << 4;
-pub const VIA_SPLICE: u32 = 1 << 5;
-pub const VIA_SYSCALL: u32 = 1 << 6;
-/// Bytes the safety net found at close/exit (file position or size beyond what was recorded).
-pub const VIA_RECOVERED: u32 = 1 << 7;
-/// With [`VIA_STDIO`]: bytes that entered a stdio buffer through inline macros, accounted at the
-/// next flush point.
-pub const VIA_STDIO_INLINE: u32 = 1 << 8;
-
 /// Start of the warning a process image writes once when it sets up an io_uring.
 pub const IO_URING_WARNING: &str = "io_uring:";
 /// Start of the warning for an exec of a statically linked program: `static: <path>`.

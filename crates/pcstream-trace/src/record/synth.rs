@@ -7,10 +7,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use super::shimlog::{
-    Frame, ShimRecord, HEADER_BYTES, MAGIC, RECORD_BYTES, VIA_RECOVERED, VIA_STDIO,
-    VIA_STDIO_INLINE,
-};
+use super::shimlog::{Frame, ShimRecord, HEADER_BYTES, MAGIC, RECORD_BYTES};
+use crate::filetrace::flags::{VIA_RECOVERED, VIA_STDIO, VIA_STDIO_INLINE};
 use crate::filetrace::FileOp;
 
 /// Records in one per-thread buffer of the shim (`BUF_RECORDS` in `shim/src/shim.h`).

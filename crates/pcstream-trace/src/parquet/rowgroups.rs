@@ -1,7 +1,7 @@
 //! Row-group bookkeeping shared by the block- and file-trace readers: where each row group
 //! starts, so an error can name the file, row group and row of a global row index.
 
-use parquet::file::metadata::ParquetMetaData;
+use ::parquet::file::metadata::ParquetMetaData;
 
 use crate::error::{one_line, TraceError};
 

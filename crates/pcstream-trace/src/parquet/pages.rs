@@ -12,9 +12,9 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 
+use ::parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
+use ::parquet::file::reader::ChunkReader;
 use bytes::Bytes;
-use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
-use parquet::file::reader::ChunkReader;
 
 use super::footer::STATISTICS;
 use super::thrift::{corrupt, known, Bad, Kind, Walk, EMPTY, T_I32, T_STOP};

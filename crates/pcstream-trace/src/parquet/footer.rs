@@ -8,8 +8,8 @@
 //! fuzzing; the allocation aborts the process where memory is limited). A node cannot have more
 //! children than the schema has elements, so [`check_footer`] refuses a count beyond that.
 
+use ::parquet::file::reader::ChunkReader;
 use bytes::Bytes;
-use parquet::file::reader::ChunkReader;
 
 use super::thrift::{corrupt, known, Bad, Kind, Walk, EMPTY, T_LIST, T_STOP, T_STRUCT};
 

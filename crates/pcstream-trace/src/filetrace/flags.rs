@@ -1,0 +1,16 @@
+//! The `flags` column of a file-level trace's write rows: how the bytes reached the file. The
+//! bits are those of the shim's `enum pcshim_write_via` (the record stage copies them from its
+//! logs); they belong to the format, so readers of a trace need nothing of the record stage.
+
+pub const VIA_STDIO: u32 = 1 << 0;
+pub const VIA_MSYNC: u32 = 1 << 1;
+pub const VIA_AIO: u32 = 1 << 2;
+pub const VIA_COPY: u32 = 1 << 3;
+pub const VIA_SENDFILE: u32 = 1 << 4;
+pub const VIA_SPLICE: u32 = 1 << 5;
+pub const VIA_SYSCALL: u32 = 1 << 6;
+/// Bytes the safety net found at close/exit (file position or size beyond what was recorded).
+pub const VIA_RECOVERED: u32 = 1 << 7;
+/// With [`VIA_STDIO`]: bytes that entered a stdio buffer through inline macros, accounted at the
+/// next flush point.
+pub const VIA_STDIO_INLINE: u32 = 1 << 8;
