@@ -108,6 +108,9 @@ def footer_keys() -> dict[str, str]:
     """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...):
     their one definition."""
 
+def set_footer_value(path: str, key: str, value: str) -> None:
+    """Replace one footer value of a trace (either format), rows and other pairs kept; atomic."""
+
 def write_block_trace(
     out: str, columns: dict[str, bytes], meta: dict[str, str], keep_unused_pcs: bool = False
 ) -> int:

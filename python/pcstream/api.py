@@ -266,6 +266,12 @@ def footer_keys() -> dict[str, str]:
     return {str(name): str(key) for name, key in engine().footer_keys().items()}
 
 
+def set_footer_value(trace: str, key: str, value: str) -> None:
+    """Replace footer key ``key`` of ``trace`` (either trace format) with ``value``: the rows and
+    every other footer pair are kept, and the file is replaced atomically."""
+    engine().set_footer_value(trace, key, value)
+
+
 def write_block_trace(
     out: str, columns: Mapping[str, bytes], meta: Mapping[str, str], *, keep_unused_pcs: bool = False
 ) -> int:

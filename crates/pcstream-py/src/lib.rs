@@ -488,6 +488,16 @@ fn footer_keys() -> BTreeMap<&'static str, &'static str> {
         .collect()
 }
 
+/// Replace footer key `key` of the trace `path` (either format) with `value`, rows and other
+/// pairs kept, the file replaced atomically.
+#[pyfunction]
+fn set_footer_value(py: Python<'_>, path: &str, key: &str, value: &str) -> PyResult<()> {
+    py.allow_threads(|| {
+        pcstream_trace::parquet::rewrite::set_footer_value(Path::new(path), key, value)
+    })
+    .map_err(trace_err)
+}
+
 /// The rows of a block trace given as whole columns: `columns` maps every column name of the
 /// format to the little-endian bytes of its values at the column's width (numpy's
 /// `astype(dtype).tobytes()`), all of one length in rows.
@@ -586,6 +596,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_trace, m)?)?;
     m.add_function(wrap_pyfunction!(aging_plan, m)?)?;
     m.add_function(wrap_pyfunction!(footer_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(set_footer_value, m)?)?;
     m.add_function(wrap_pyfunction!(write_block_trace, m)?)?;
     Ok(())
 }

@@ -2,8 +2,8 @@
 -> frames ``{module, module_id, offset}``): a ``symbol`` for each frame whose module can still be
 read, from binutils: ``addr2line -f -C`` (one process per module, debug info or symbol table),
 checked against the symbol sizes ``nm -S`` reports so that an address past the end of the last
-exported symbol is not given its name. The trace is rewritten atomically with pyarrow (the rows
-are unchanged).
+exported symbol is not given its name. The engine rewrites the trace's PC table atomically (the
+rows are unchanged).
 
 Stripped modules are named from a separate debug file when one is found (docs/RECORD.md, "Names
 for stripped programs"): in each directory given (``record --symbols DIR``) and then in
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pcstream import tracemeta
+from pcstream import api, tracemeta
 from pcstream.record import elf
 
 _TEXT_TYPES = frozenset("tTwWi")
@@ -188,15 +188,11 @@ def symbolize(trace: Path, symbol_dirs: Sequence[Path] = ()) -> Naming:
 
     ``symbol_dirs``: directories searched for separate debug files before /usr/lib/debug.
     Rewrites the file atomically (a temporary file beside it, then a rename); the rows and every
-    other footer key are kept. Needs pyarrow and binutils (``addr2line``, ``nm``).
+    other footer key are kept. Needs pyarrow (to read the footer) and binutils (``addr2line``,
+    ``nm``).
     """
-    import pyarrow.parquet as pq
-
-    pf = pq.ParquetFile(trace)
-    meta = dict(pf.metadata.metadata or {})
-    meta.pop(b"ARROW:schema", None)
     naming = Naming()
-    raw = tracemeta.get(meta, tracemeta.KEY_PCS)
+    raw = tracemeta.footer(trace).get(tracemeta.KEY_PCS)
     if raw is None:
         return naming
     pcs: dict[str, list[dict[str, Any]]] = json.loads(raw)
@@ -216,17 +212,7 @@ def symbolize(trace: Path, symbol_dirs: Sequence[Path] = ()) -> Naming:
                 naming.named += 1
     if naming.named == 0:
         return naming
-    meta[tracemeta.KEY_PCS.encode()] = tracemeta.encode_json(pcs)
-    schema = pf.schema_arrow.with_metadata(meta)
-    tmp = trace.with_name(f"{trace.name}.sym-{os.getpid()}")
-    try:
-        with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
-            for i in range(pf.num_row_groups):
-                w.write_table(pf.read_row_group(i).replace_schema_metadata(meta))
-        os.replace(tmp, trace)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    api.set_footer_value(str(trace), tracemeta.KEY_PCS, tracemeta.encode_json(pcs).decode())
     return naming
 
 

@@ -7,6 +7,7 @@
 //!   reads them (`thrift`), and the footer's key-value pairs.
 //! - `rowgroups`: a global row index to its row group, for error messages.
 //! - `output`: the atomic writer (temporary file, footer, rename; removed when unfinished).
+//! - [`rewrite`]: one footer value of a trace replaced, rows and other pairs kept.
 //!
 //! Inside this module the `parquet` crate is spelled `::parquet`.
 
@@ -15,6 +16,7 @@ mod input;
 pub mod keys;
 mod output;
 mod pages;
+pub mod rewrite;
 mod rowgroups;
 mod thrift;
 

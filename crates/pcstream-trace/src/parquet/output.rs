@@ -145,6 +145,15 @@ impl AtomicWriter {
         }
     }
 
+    /// End the row group being written: the rows handed over so far form one row group.
+    pub(crate) fn end_row_group(&mut self) -> Result<(), TraceError> {
+        let w = self.writer.as_mut().expect("writer open until finish");
+        match w.flush() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail("write", &e)),
+        }
+    }
+
     /// Write the footer (`pairs`, in this order) and move the file into place.
     pub(crate) fn finish(mut self, pairs: Vec<(String, String)>) -> Result<(), TraceError> {
         let mut w = self.writer.take().expect("writer open until finish");
