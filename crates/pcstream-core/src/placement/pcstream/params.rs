@@ -154,24 +154,7 @@ impl Params {
             &[("pages", true), ("lifetimes", false)],
         )?;
         // `pcstream-star` takes these three as well, and has no use for them.
-        let hv_min_units = ctx.range(
-            "hv_min_units",
-            DEFAULT_HV_MIN_UNITS,
-            0.0..,
-            "a number of units ≥ 0",
-        )?;
-        let class_base = ctx.range(
-            "class_base",
-            default_class_base(ctx),
-            1.0..,
-            "a number of pages ≥ 1",
-        )?;
-        let class_ratio = ctx.range(
-            "class_ratio",
-            CLASS_RATIO,
-            (Bound::Excluded(1.0), Bound::Unbounded),
-            "a number > 1",
-        )?;
+        let (hv_min_units, class_base, class_ratio) = shared_substream_params(ctx)?;
         let sub = if full {
             SubstreamParams::parse(ctx)?
         } else {
@@ -203,6 +186,29 @@ impl Params {
             weigh_by_pages,
         })
     }
+}
+
+/// `hv_min_units`, `class_base` and `class_ratio`: read for both policies.
+fn shared_substream_params(ctx: &mut PolicyCtx) -> Result<(f64, f64, f64), SimError> {
+    let hv_min_units = ctx.range(
+        "hv_min_units",
+        DEFAULT_HV_MIN_UNITS,
+        0.0..,
+        "a number of units ≥ 0",
+    )?;
+    let class_base = ctx.range(
+        "class_base",
+        default_class_base(ctx),
+        1.0..,
+        "a number of pages ≥ 1",
+    )?;
+    let class_ratio = ctx.range(
+        "class_ratio",
+        CLASS_RATIO,
+        (Bound::Excluded(1.0), Bound::Unbounded),
+        "a number > 1",
+    )?;
+    Ok((hv_min_units, class_base, class_ratio))
 }
 
 /// `age` / `death`: the first class boundary by default, half a unit (at least a page): a GC
