@@ -241,7 +241,13 @@ impl SubstreamParams {
         };
         let hv_min_n: u64 = ctx.param("hv_min_n", DEFAULT_HV_MIN_N)?;
         let hv_cv: f64 = ctx.param("hv_cv", DEFAULT_HV_CV)?;
-        let by_hazard = ctx.choice("hv_test", "hazard", &[("hazard", true), ("cv", false)])?;
+        // An empty `hv_test=` has always read as `cv`.
+        let by_hazard = if ctx.params.get("hv_test").is_some_and(|v| v.is_empty()) {
+            ctx.params.remove("hv_test");
+            false
+        } else {
+            ctx.choice("hv_test", "hazard", &[("hazard", true), ("cv", false)])?
+        };
         let hv_ratio = ctx.range("hv_ratio", DEFAULT_HV_RATIO, 0.0.., "a number ≥ 0")?;
         let generations: usize = ctx.param("hv_generations", DEFAULT_HV_GENERATIONS)?;
         // Slots of G write points each: G must divide M, or a write point would be reserved
