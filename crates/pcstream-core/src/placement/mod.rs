@@ -24,11 +24,11 @@ pub mod midas;
 pub mod oracle;
 pub mod pcstream;
 pub mod per_pc;
+mod policy_ctx;
 pub mod registry;
 pub mod sepbit;
 
-use std::collections::BTreeMap;
-use std::ops::RangeBounds;
+pub use policy_ctx::{Finite, PolicyCtx};
 
 use crate::error::SimError;
 use crate::units::{LogicalTime, Lpn, PcSig, StreamId, UnitId};
@@ -190,115 +190,6 @@ pub struct Reclaimed {
     pub wp: u8,
     pub created: LogicalTime,
     pub valid_copied: u32,
-}
-
-/// What a policy is built with.
-#[derive(Clone, Debug)]
-pub struct PolicyCtx {
-    pub host_streams: u32,
-    pub logical_pages: u64,
-    pub unit_pages: u32,
-    pub units: u32,
-    /// Write points the device can hold open, GC copies of a victim going to one of them,
-    /// without cutting its configured GC watermarks (`ftl::write_point_budget`).
-    pub write_point_budget: u32,
-    pub seed: u64,
-    /// `--param key=value` pairs (policy-specific; unknown keys are an error).
-    pub params: BTreeMap<String, String>,
-}
-
-impl PolicyCtx {
-    /// Take a parameter, parsing it; the registry rejects parameters nobody took.
-    pub fn param<T: std::str::FromStr>(&mut self, key: &str, default: T) -> Result<T, SimError> {
-        match self.params.remove(key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| SimError::BadParam(format!("{key}={v}: cannot parse the value"))),
-        }
-    }
-
-    /// Take a parameter that names one of `options` (value, meaning), `default` when absent; any
-    /// other name is an error listing the options in their order ("use a, b or c").
-    pub fn choice<T: Copy>(
-        &mut self,
-        key: &str,
-        default: &str,
-        options: &[(&str, T)],
-    ) -> Result<T, SimError> {
-        assert!(
-            options.iter().any(|&(name, _)| name == default),
-            "{key}: the default {default} is not one of the options"
-        );
-        let v: String = self.param(key, default.to_string())?;
-        match options.iter().find(|&&(name, _)| name == v) {
-            Some(&(_, meaning)) => Ok(meaning),
-            None => Err(SimError::BadParam(format!(
-                "{key}={v}: use {}",
-                either(options.iter().map(|&(name, _)| name))
-            ))),
-        }
-    }
-
-    /// Take a number parameter that must lie in `ok` (and, a float, be finite); out of it the
-    /// error reads "KEY=VALUE: use EXPECTED".
-    pub fn range<T, R>(
-        &mut self,
-        key: &str,
-        default: T,
-        ok: R,
-        expected: &str,
-    ) -> Result<T, SimError>
-    where
-        T: std::str::FromStr + PartialOrd + std::fmt::Display + Finite,
-        R: RangeBounds<T>,
-    {
-        let v: T = self.param(key, default)?;
-        if v.is_finite() && ok.contains(&v) {
-            Ok(v)
-        } else {
-            Err(SimError::BadParam(format!("{key}={v}: use {expected}")))
-        }
-    }
-}
-
-/// A number that may be infinite or NaN (floats) or not (integers): `PolicyCtx::range` refuses
-/// the former whatever the range says.
-pub trait Finite {
-    fn is_finite(&self) -> bool;
-}
-
-impl Finite for f64 {
-    fn is_finite(&self) -> bool {
-        f64::is_finite(*self)
-    }
-}
-
-impl Finite for f32 {
-    fn is_finite(&self) -> bool {
-        f32::is_finite(*self)
-    }
-}
-
-macro_rules! finite_integers {
-    ($($t:ty),*) => {$(
-        impl Finite for $t {
-            fn is_finite(&self) -> bool {
-                true
-            }
-        }
-    )*};
-}
-finite_integers!(u8, u16, u32, u64, usize);
-
-/// "a", "a or b", "a, b or c": the options an error message offers.
-fn either<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    let names: Vec<&str> = names.collect();
-    match names.split_last() {
-        None => String::new(),
-        Some((last, [])) => (*last).to_string(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-    }
 }
 
 pub trait Placement: Send {
