@@ -115,3 +115,55 @@ fn either<'a>(names: impl Iterator<Item = &'a str>) -> String {
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(params: &[(&str, &str)]) -> PolicyCtx {
+        PolicyCtx {
+            host_streams: 4,
+            logical_pages: 100,
+            unit_pages: 8,
+            units: 20,
+            write_point_budget: 4,
+            seed: 0,
+            params: params
+                .iter()
+                .map(|&(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_choice_takes_its_default_or_a_named_option_and_lists_them_when_wrong() {
+        let options = [("a", 1), ("b", 2), ("c", 3)];
+        assert_eq!(ctx(&[]).choice("k", "b", &options).unwrap(), 2);
+        assert_eq!(ctx(&[("k", "c")]).choice("k", "a", &options).unwrap(), 3);
+        let e = ctx(&[("k", "d")]).choice("k", "a", &options).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            SimError::BadParam("k=d: use a, b or c".into()).to_string()
+        );
+        let e = ctx(&[("k", "d")])
+            .choice("k", "a", &options[..2])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            SimError::BadParam("k=d: use a or b".into()).to_string()
+        );
+    }
+
+    #[test]
+    fn a_range_refuses_values_outside_it_and_floats_that_are_not_finite() {
+        let mut c = ctx(&[("x", "0.5"), ("y", "inf"), ("n", "0")]);
+        assert_eq!(c.range("x", 1.0, 0.0.., "a number ≥ 0").unwrap(), 0.5);
+        let e = c.range("y", 1.0, 0.0.., "a number ≥ 0").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            SimError::BadParam("y=inf: use a number ≥ 0".into()).to_string()
+        );
+        assert!(c.range("n", 2u32, 1..=3, "1 ..= 3").is_err());
+        assert_eq!(c.range("absent", 2u32, 1..=3, "1 ..= 3").unwrap(), 2);
+    }
+}
