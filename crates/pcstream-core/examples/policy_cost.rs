@@ -26,9 +26,20 @@ fn cpu_seconds(wall: std::time::Instant) -> f64 {
 /// Runs of each policy by default; the median is shown.
 const ROUNDS: usize = 3;
 
-fn main() {
-    let cfg = SsdConfig::preset("paper").expect("preset");
-    let logical = cfg.logical_pages();
+/// Requests in the mix.
+const REQUESTS: u64 = 10_000_000;
+
+/// Program contexts: each writes one band of the LPNs, so learned tables are large.
+const PCS: u64 = 10_000;
+
+/// One request in this many is a trim.
+const TRIM_EVERY: u64 = 64;
+
+/// One run's figures: ns per host page, ns per page operation, WAF, policy state bytes.
+type Sample = (f64, f64, f64, usize);
+
+/// The mix: 1-page writes, 80 % to 20 % of the LPNs, PC = LPN band, every `TRIM_EVERY`-th a trim.
+fn workload(logical: u64) -> Vec<Request> {
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move || {
         x ^= x << 13;
@@ -36,7 +47,7 @@ fn main() {
         x ^= x << 17;
         x
     };
-    let reqs: Vec<Request> = (0..10_000_000u64)
+    (0..REQUESTS)
         .map(|i| {
             let r = next();
             // 80 % of writes to 20 % of the LPNs.
@@ -45,14 +56,18 @@ fn main() {
             } else {
                 logical / 5 + (r >> 8) % (logical - logical / 5)
             };
-            let pc = 1 + lpn * 10_000 / logical;
-            if i % 64 == 63 {
+            let pc = 1 + lpn * PCS / logical;
+            if i % TRIM_EVERY == TRIM_EVERY - 1 {
                 Request::trim(lpn, 1)
             } else {
                 Request::write(lpn, 1).with_pc(pc)
             }
         })
-        .collect();
+        .collect()
+}
+
+/// `--rounds N` and the policies named (all by default), `baseline` first if not named.
+fn parse_args() -> (usize, Vec<String>) {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut rounds = ROUNDS;
     if let Some(i) = args.iter().position(|a| a == "--rounds") {
@@ -64,63 +79,72 @@ fn main() {
         rounds = n;
         args.drain(i..i + 2);
     }
-    let mut names: Vec<&str> = if args.is_empty() {
-        registry::names()
+    let mut names: Vec<String> = if args.is_empty() {
+        registry::names().into_iter().map(String::from).collect()
     } else {
-        args.iter().map(|s| s.as_str()).collect()
+        args
     };
     // The ratios are to `baseline`, measured in the same rounds.
-    if !names.contains(&"baseline") {
-        names.insert(0, "baseline");
+    if !names.iter().any(|n| n == "baseline") {
+        names.insert(0, "baseline".to_string());
     }
+    (rounds, names)
+}
+
+/// One run of policy `spec` (`name?key=value&...`) on `reqs`, timed in CPU time.
+fn run(cfg: &SsdConfig, reqs: &[Request], host_pages: f64, spec: &str) -> Sample {
+    let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
+    let params = query
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or_else(|| {
+                eprintln!("policy_cost: {spec}: parameters are key=value, joined by &");
+                std::process::exit(2)
+            });
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    let o = SimOptions {
+        policy: name.into(),
+        params,
+        prefill: 1.0,
+        ..Default::default()
+    };
+    let wall = std::time::Instant::now();
+    let t0 = cpu_seconds(wall);
+    let mut sim = Simulator::new(cfg, o).unwrap_or_else(|e| {
+        eprintln!("policy_cost: {spec}: {e}");
+        std::process::exit(2)
+    });
+    sim.run_requests(reqs).expect("run");
+    let r = sim.finish();
+    let s = cpu_seconds(wall) - t0;
+    let ops = host_pages + r.gc_pages as f64;
+    (
+        1e9 * s / host_pages,
+        1e9 * s / ops,
+        r.waf,
+        r.policy_state_bytes,
+    )
+}
+
+fn main() {
+    let cfg = SsdConfig::preset("paper").expect("preset");
+    let reqs = workload(cfg.logical_pages());
+    let (rounds, names) = parse_args();
     let host_pages = reqs.iter().filter(|r| r.op == 0).count() as f64;
     let mut base = None;
     println!(
         "{:16} {:>6}  {:>13}  {:>9}  {:>12}  {:>9}  state",
         "policy", "WAF", "ns/host page", "×baseline", "ns/page op", "×baseline"
     );
-    // Three rounds, each running every policy once, so that a machine slowing down or speeding
-    // up during the minutes this takes shifts every policy alike, not the later ones only.
-    let run = |spec: &str| {
-        let (name, query) = spec.split_once('?').unwrap_or((spec, ""));
-        let params = query
-            .split('&')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or_else(|| {
-                    eprintln!("policy_cost: {spec}: parameters are key=value, joined by &");
-                    std::process::exit(2)
-                });
-                (k.to_string(), v.to_string())
-            })
-            .collect();
-        let o = SimOptions {
-            policy: name.into(),
-            params,
-            prefill: 1.0,
-            ..Default::default()
-        };
-        let wall = std::time::Instant::now();
-        let t0 = cpu_seconds(wall);
-        let mut sim = Simulator::new(&cfg, o).unwrap_or_else(|e| {
-            eprintln!("policy_cost: {spec}: {e}");
-            std::process::exit(2)
-        });
-        sim.run_requests(&reqs).expect("run");
-        let r = sim.finish();
-        let s = cpu_seconds(wall) - t0;
-        let ops = host_pages + r.gc_pages as f64;
-        (
-            1e9 * s / host_pages,
-            1e9 * s / ops,
-            r.waf,
-            r.policy_state_bytes,
-        )
-    };
-    let mut all: Vec<Vec<(f64, f64, f64, usize)>> = vec![Vec::new(); names.len()];
+    // Rounds, each running every policy once, so that a machine slowing down or speeding up
+    // during the minutes this takes shifts every policy alike, not the later ones only.
+    let mut all: Vec<Vec<Sample>> = vec![Vec::new(); names.len()];
     for _ in 0..rounds {
         for (i, name) in names.iter().enumerate() {
-            all[i].push(run(name));
+            all[i].push(run(&cfg, &reqs, host_pages, name));
         }
     }
     for (name, mut runs) in names.iter().zip(all) {

@@ -250,7 +250,7 @@ impl SsdConfig {
                 "channels, ways, blocks_per_die and pages_per_block must all be ≥ 1".into(),
             );
         }
-        crate::memory::check_sizes(self)?;
+        check_sizes(self)?;
         if g.page_bytes as u64 != PAGE_BYTES {
             return bad(format!(
                 "page_bytes = {} is not supported; the engine models {PAGE_BYTES}-byte pages",
@@ -312,6 +312,75 @@ pub fn max_write_points(spare: u32, gc_dests: u32) -> u32 {
     spare.saturating_sub(gc_dests)
 }
 
+/// Refuse a geometry whose products do not fit the engine's 32-bit numbers: every product of
+/// the geometry (dies, pages per unit, units, physical pages) is computed in 64 bits and must
+/// fit the engine's 32-bit page and unit numbers, so an absurd geometry is refused with its
+/// figures instead of overflowing (a division by zero, or a silent wrap to a small device).
+/// Runs first in the validation, before any other check that multiplies the geometry.
+pub(crate) fn check_sizes(cfg: &SsdConfig) -> Result<(), ConfigError> {
+    let g = &cfg.geometry;
+    let limit = u32::MAX as u64 - 1;
+    let dies = g.channels as u64 * g.ways as u64;
+    let ppb = g.pages_per_block as u64;
+    let (unit_pages, units) = match cfg.ftl.gc_unit {
+        GcUnit::Line => (dies.checked_mul(ppb), Some(g.blocks_per_die as u64)),
+        GcUnit::Block => (Some(ppb), dies.checked_mul(g.blocks_per_die as u64)),
+    };
+    let physical = dies
+        .checked_mul(g.blocks_per_die as u64)
+        .and_then(|b| b.checked_mul(ppb));
+    let too_big = |what: &str, n: Option<u64>| -> Result<(), ConfigError> {
+        match n {
+            Some(n) if n <= limit => Ok(()),
+            n => Err(ConfigError::Impossible(format!(
+                "{}: channels {} × ways {} × blocks_per_die {} × pages_per_block {}: {what} = {} \
+                 exceeds the engine's limit of {limit}; use a smaller geometry",
+                cfg.name,
+                g.channels,
+                g.ways,
+                g.blocks_per_die,
+                g.pages_per_block,
+                n.map_or("more than 2^64".to_string(), |n| n.to_string())
+            ))),
+        }
+    };
+    too_big("dies (channels × ways)", Some(dies))?;
+    too_big("pages per GC unit", unit_pages)?;
+    too_big("GC units", units)?;
+    too_big("physical pages", physical)
+}
+
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toml(channels: u64, ways: u64, blocks: u64, pages: u64, unit: &str) -> String {
+        format!(
+            "[geometry]\nchannels = {channels}\nways = {ways}\nblocks_per_die = {blocks}\n\
+             pages_per_block = {pages}\n[ftl]\nop = 0.07\ngc_unit = \"{unit}\"\n"
+        )
+    }
+
+    #[test]
+    fn products_beyond_32_bits_are_refused_not_wrapped() {
+        for (c, w, b, p, unit) in [
+            (65536, 65537, 1, 256, "line"), // dies wrap to 65536 in 32 bits
+            (65536, 65536, 4, 4, "line"),   // dies = 2^32: a division by zero once wrapped
+            (4, 4, 1 << 30, 2, "block"),    // units overflow
+            (1 << 20, 1 << 12, 2, 2, "line"),
+            (1, 1, u32::MAX as u64, u32::MAX as u64, "line"),
+        ] {
+            let e = SsdConfig::from_toml("t", &toml(c, w, b, p, unit)).unwrap_err();
+            let m = e.to_string();
+            assert!(
+                m.contains("exceeds the engine's limit"),
+                "{c} {w} {b} {p}: {m}"
+            );
+            assert!(m.contains(&format!("channels {c} × ways {w}")), "{m}");
+        }
+    }
 }

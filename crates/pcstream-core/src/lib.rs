@@ -7,12 +7,12 @@
 pub mod config;
 pub mod error;
 pub mod ftl;
-pub mod memory;
 pub mod metrics;
 pub mod placement;
 pub mod prefetch;
 pub mod request;
 pub mod sim;
+pub mod state_size;
 pub mod timing;
 pub mod units;
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::config::SsdConfig;
 use crate::error::SimError;
-use crate::ftl::mapping::{PageMeta, PREFILL_TIME};
+use crate::ftl::page_map::{PageMeta, PREFILL_TIME};
 use crate::ftl::{write_points, Ftl};
 use crate::metrics::{Metrics, SimResult};
 use crate::placement::oracle::{DeathPass, DeathTimes};
@@ -374,56 +374,8 @@ impl Simulator {
             Op::Write => {
                 let info = self.masked(r);
                 self.policy.on_request(&info, LogicalTime(self.t));
-                let n_wps = self.ftl.wps.len();
                 for i in 0..r.pages {
-                    let lpn = Lpn(r.lpn + i as u64);
-                    if !self.metrics.measuring && self.t >= self.opts.warmup {
-                        self.begin_measure();
-                    }
-                    self.invalidate(lpn, Cause::Overwrite);
-                    let now = LogicalTime(self.t);
-                    let death = self
-                        .deaths
-                        .as_ref()
-                        .map_or(0, |d| d.per_write[self.t as usize]);
-                    let w = WriteInfo {
-                        lpn: if self.sees.has(Attrs::LPN) {
-                            lpn
-                        } else {
-                            Lpn(0)
-                        },
-                        page_in_request: i,
-                        req: info,
-                        death,
-                    };
-                    let s = self.policy.on_write(&w, now);
-                    let host_limit = if self.gc_mode == GcMode::Policy {
-                        n_wps
-                    } else {
-                        self.host_streams as usize
-                    };
-                    assert!(
-                        (s.0 as usize) < host_limit,
-                        "policy {} chose stream {} of {host_limit}",
-                        self.policy.name(),
-                        s.0
-                    );
-                    let meta = PageMeta::new(self.t, r.pc, s.0);
-                    let c = self
-                        .ftl
-                        .program_host(lpn, s.0, meta, death, now, self.policy.as_mut());
-                    done = done.max(c);
-                    if self.metrics.measuring {
-                        self.metrics.host_pages += 1;
-                        if let Some(p) = self.metrics.stream_pages.get_mut(s.0 as usize) {
-                            *p += 1;
-                        }
-                    }
-                    self.t += 1;
-                    if self.t >= self.next_tick {
-                        self.policy.tick(LogicalTime(self.t));
-                        self.next_tick += self.tick_period.unwrap_or(u64::MAX);
-                    }
+                    done = done.max(self.write_page(r, &info, i));
                 }
             }
             Op::Trim => {
@@ -456,6 +408,61 @@ impl Simulator {
         Ok(())
     }
 
+    /// Page `i` of host write request `r` (`info`: the request as the policy sees it): the old
+    /// version invalidated, the policy's stream, the page programmed, the policy's tick when due.
+    /// Returns when the page is programmed (ns).
+    #[inline]
+    fn write_page(&mut self, r: &Request, info: &RequestInfo, i: u32) -> u64 {
+        let lpn = Lpn(r.lpn + i as u64);
+        if !self.metrics.measuring && self.t >= self.opts.warmup {
+            self.begin_measure();
+        }
+        self.invalidate(lpn, Cause::Overwrite);
+        let now = LogicalTime(self.t);
+        let death = self
+            .deaths
+            .as_ref()
+            .map_or(0, |d| d.per_write[self.t as usize]);
+        let w = WriteInfo {
+            lpn: if self.sees.has(Attrs::LPN) {
+                lpn
+            } else {
+                Lpn(0)
+            },
+            page_in_request: i,
+            req: *info,
+            death,
+        };
+        let s = self.policy.on_write(&w, now);
+        let host_limit = if self.gc_mode == GcMode::Policy {
+            self.ftl.wps.len()
+        } else {
+            self.host_streams as usize
+        };
+        assert!(
+            (s.0 as usize) < host_limit,
+            "policy {} chose stream {} of {host_limit}",
+            self.policy.name(),
+            s.0
+        );
+        let meta = PageMeta::new(self.t, r.pc, s.0);
+        let done = self
+            .ftl
+            .program_host(lpn, s.0, meta, death, now, self.policy.as_mut());
+        if self.metrics.measuring {
+            self.metrics.host_pages += 1;
+            if let Some(p) = self.metrics.stream_pages.get_mut(s.0 as usize) {
+                *p += 1;
+            }
+        }
+        self.t += 1;
+        if self.t >= self.next_tick {
+            self.policy.tick(LogicalTime(self.t));
+            self.next_tick += self.tick_period.unwrap_or(u64::MAX);
+        }
+        done
+    }
+
     /// Check the whole FTL state after every GC (slow; on by default with the `verify` feature).
     pub fn set_verify_each_gc(&mut self, on: bool) {
         self.ftl.verify_each_gc = on;
@@ -482,10 +489,6 @@ impl Simulator {
             UnitState::Open(w) | UnitState::Sealed(w) | UnitState::Collecting(w) => Some(w),
             UnitState::Free => None,
         }
-    }
-
-    pub fn gc_pages_total(&self) -> u64 {
-        self.ftl.counters.gc_pages
     }
 
     pub fn host_time(&self) -> LogicalTime {

@@ -134,7 +134,7 @@ pub fn ssd_toml(data: &[u8]) {
     let Ok(cfg) = SsdConfig::from_toml("fuzz", text) else {
         return;
     };
-    let e = pcstream_core::memory::estimate(&cfg, true);
+    let e = pcstream_core::state_size::estimate(&cfg, true);
     assert!(e.total() > 0);
     if cfg.physical_pages() > 1 << 16 {
         return;

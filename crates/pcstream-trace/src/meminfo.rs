@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use pcstream_core::memory::Estimate;
+use pcstream_core::state_size::Estimate;
 use pcstream_core::{ConfigError, SsdConfig};
 
 /// Environment variable that overrides the memory available (bytes).
@@ -89,7 +89,7 @@ pub fn check(need: u64, what: &str, detail: &str, fix: &str) -> Result<(), Strin
 /// Check the engine state of `cfg` (with death times for the oracle) against the memory
 /// available: a [`ConfigError::Memory`] naming the device and the figures.
 pub fn check_engine(cfg: &SsdConfig, with_death: bool) -> Result<Estimate, ConfigError> {
-    let e = pcstream_core::memory::estimate(cfg, with_death);
+    let e = pcstream_core::state_size::estimate(cfg, with_death);
     check(
         e.total(),
         &format!(

@@ -73,13 +73,13 @@ impl Ftl {
                 self.map.prefetch_l2p_of_page(ahead);
                 if self.gc_mode == GcMode::Policy && whole.is_none() {
                     let l = self.map.lpn_at(ahead);
-                    if l != super::mapping::NONE {
+                    if l != super::page_map::NONE {
                         policy.prefetch_gc(l as u64);
                     }
                 }
             }
             let lpn = self.map.lpn_at(from);
-            if lpn != super::mapping::NONE {
+            if lpn != super::page_map::NONE {
                 let dest = match whole {
                     Some(d) => d,
                     None => self.gc_dest(
@@ -151,7 +151,7 @@ impl Ftl {
                 let m = self.map.meta[from.0 as usize];
                 let info = PageInfo {
                     lpn,
-                    t_write: (m.t_write != super::mapping::PREFILL_TIME)
+                    t_write: (m.t_write != super::page_map::PREFILL_TIME)
                         .then_some(LogicalTime(m.t_write)),
                     pc: PcSig(m.pc),
                     stream: StreamId(m.stream),

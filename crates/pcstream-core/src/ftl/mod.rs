@@ -6,7 +6,7 @@
 pub mod frontier;
 pub mod gc;
 pub mod geometry;
-pub mod mapping;
+pub mod page_map;
 pub mod unit_pool;
 pub mod verify;
 
@@ -16,7 +16,7 @@ use crate::timing::DieClock;
 use crate::units::{LogicalTime, Lpn, Ppn};
 use frontier::WritePoint;
 use geometry::Geometry;
-use mapping::{Mapping, PageMeta};
+use page_map::{PageMap, PageMeta};
 use unit_pool::Units;
 
 /// Counters of physical work (all since construction; the simulator takes differences).
@@ -29,7 +29,7 @@ pub struct FtlCounters {
 
 pub struct Ftl {
     pub geo: Geometry,
-    pub map: Mapping,
+    pub map: PageMap,
     pub units: Units,
     pub wps: Vec<WritePoint>,
     pub host_streams: u32,
@@ -114,11 +114,14 @@ impl Ftl {
         timing: bool,
         with_death: bool,
     ) -> Ftl {
+        let gc_dests = gc_destinations(gc_mode, n_wps, policy_fanout);
+        if let Err(e) = cfg.validate_with(n_wps, gc_dests) {
+            panic!("Ftl::new on a device not validated for its write points: {e}");
+        }
         let geo = Geometry::new(cfg);
-        let (gc_low, gc_high) =
-            gc_watermarks(cfg, n_wps, gc_destinations(gc_mode, n_wps, policy_fanout));
+        let (gc_low, gc_high) = gc_watermarks(cfg, n_wps, gc_dests);
         Ftl {
-            map: Mapping::new(geo.logical_pages, geo.physical_pages, with_death),
+            map: PageMap::new(geo.logical_pages, geo.physical_pages, with_death),
             units: Units::new(geo.units, geo.unit_pages, cfg.ftl.gc_victim),
             wps: (0..n_wps).map(|_| WritePoint::default()).collect(),
             host_streams: cfg.ftl.host_streams,

@@ -63,12 +63,7 @@ impl AutoStreamMq {
                 "autostream-mq needs at least 2 host streams (N−1 is the GC stream)".into(),
             ));
         }
-        let variant: String = ctx.param("variant", "a".to_string())?;
-        let variant_b = match variant.as_str() {
-            "a" => false,
-            "b" => true,
-            o => return Err(SimError::BadParam(format!("variant={o}: use a or b"))),
-        };
+        let variant_b = ctx.choice("variant", "a", &[("a", false), ("b", true)])?;
         if variant_b && ctx.host_streams < 3 {
             return Err(SimError::BadParam(
                 "autostream-mq variant b needs at least 3 host streams (queues 1..N−2, GC N−1)"

@@ -77,47 +77,28 @@ impl AutoStreamSfr {
                 "autostream-sfr needs at least 2 host streams (N−1 is the GC stream)".into(),
             ));
         }
-        let variant: String = ctx.param("variant", "a".to_string())?;
-        let b = match variant.as_str() {
-            "a" => false,
-            "b" => true,
-            o => return Err(SimError::BadParam(format!("variant={o}: use a or b"))),
-        };
+        let b = ctx.choice("variant", "a", &[("a", false), ("b", true)])?;
         let chunk_pages: u64 = ctx.param("chunk", 512)?;
         let base: String = ctx.param("log_base", if b { "10" } else { "e" }.to_string())?;
         let pages_per_second: u64 = ctx.param("pages_per_second", 25_600)?;
         let decay: u64 = ctx.param("decay", if b { 30 * pages_per_second } else { 16_384 })?;
-        let order: String = ctx.param(
+        let classify_first = ctx.choice(
             "order",
             if b {
                 "classify_then_update"
             } else {
                 "update_then_classify"
-            }
-            .to_string(),
+            },
+            &[
+                ("update_then_classify", false),
+                ("classify_then_update", true),
+            ],
         )?;
-        let scope: String = ctx.param(
+        let first_only = ctx.choice(
             "scope",
-            if b { "first_chunk" } else { "all_chunks" }.to_string(),
+            if b { "first_chunk" } else { "all_chunks" },
+            &[("all_chunks", false), ("first_chunk", true)],
         )?;
-        let classify_first = match order.as_str() {
-            "update_then_classify" => false,
-            "classify_then_update" => true,
-            o => {
-                return Err(SimError::BadParam(format!(
-                    "order={o}: use update_then_classify or classify_then_update"
-                )))
-            }
-        };
-        let first_only = match scope.as_str() {
-            "all_chunks" => false,
-            "first_chunk" => true,
-            o => {
-                return Err(SimError::BadParam(format!(
-                    "scope={o}: use all_chunks or first_chunk"
-                )))
-            }
-        };
         if chunk_pages == 0 || decay == 0 {
             return Err(SimError::BadParam("chunk and decay must be ≥ 1".into()));
         }

@@ -205,6 +205,14 @@ impl std::ops::Add for Moments {
 }
 
 impl Moments {
+    /// One sample `v`.
+    pub fn one(v: f64) -> Moments {
+        Moments {
+            n: 1.0,
+            s1: v,
+            s2: v * v,
+        }
+    }
     /// The same mean and spread with `k` times the weight.
     pub fn scaled(self, k: f64) -> Moments {
         debug_assert!(k.is_finite() && k >= 0.0);

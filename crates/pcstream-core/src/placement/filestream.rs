@@ -95,12 +95,9 @@ impl FileStream {
         })
     }
 
-    /// Stream of open file `file` (`None` if not open), and the mapper/remapper split `d`.
+    /// Stream of open file `file` (`None` if not open).
     pub fn stream_of(&self, file: u32) -> Option<StreamId> {
         self.files.get(&file).map(|f| StreamId(f.stream))
-    }
-    pub fn mapper_streams(&self) -> u32 {
-        self.d
     }
 
     fn dif(&self, a: u16, b: u16) -> f64 {

@@ -16,19 +16,19 @@ pub mod baseline;
 pub mod cluster;
 pub mod filestream;
 pub mod fstream;
-pub mod hazard;
 pub mod hotcold;
+pub mod lifetime_class;
 pub mod lkstream;
 pub mod manual;
 pub mod midas;
 pub mod oracle;
 pub mod pcstream;
 pub mod per_pc;
+mod policy_ctx;
 pub mod registry;
 pub mod sepbit;
-pub mod substream_slots;
 
-use std::collections::BTreeMap;
+pub use policy_ctx::{Finite, PolicyCtx};
 
 use crate::error::SimError;
 use crate::units::{LogicalTime, Lpn, PcSig, StreamId, UnitId};
@@ -190,33 +190,6 @@ pub struct Reclaimed {
     pub wp: u8,
     pub created: LogicalTime,
     pub valid_copied: u32,
-}
-
-/// What a policy is built with.
-#[derive(Clone, Debug)]
-pub struct PolicyCtx {
-    pub host_streams: u32,
-    pub logical_pages: u64,
-    pub unit_pages: u32,
-    pub units: u32,
-    /// Write points the device can hold open, GC copies of a victim going to one of them,
-    /// without cutting its configured GC watermarks (`ftl::write_point_budget`).
-    pub write_point_budget: u32,
-    pub seed: u64,
-    /// `--param key=value` pairs (policy-specific; unknown keys are an error).
-    pub params: BTreeMap<String, String>,
-}
-
-impl PolicyCtx {
-    /// Take a parameter, parsing it; the registry rejects parameters nobody took.
-    pub fn param<T: std::str::FromStr>(&mut self, key: &str, default: T) -> Result<T, SimError> {
-        match self.params.remove(key) {
-            None => Ok(default),
-            Some(v) => v
-                .parse()
-                .map_err(|_| SimError::BadParam(format!("{key}={v}: cannot parse the value"))),
-        }
-    }
 }
 
 pub trait Placement: Send {

@@ -12,6 +12,7 @@
 //! `linear` (SepBIT FK: one unit wide); `base` (b0 in pages), `ratio` (q).
 //! Deviations: a lifetime also ends at a TRIM (our choice, matching the lifetime statistics).
 
+use super::lifetime_class::{geometric_class, CLASS_RATIO};
 use super::{Attrs, GcMode, PageInfo, Placement, PolicyCtx, WriteInfo};
 use crate::error::SimError;
 use crate::request::{Op, Request};
@@ -27,16 +28,11 @@ pub struct Oracle {
 
 impl Oracle {
     pub fn new(ctx: &mut PolicyCtx) -> Result<Oracle, SimError> {
-        let buckets: String = ctx.param("buckets", "geometric".to_string())?;
-        let linear = match buckets.as_str() {
-            "geometric" => false,
-            "linear" => true,
-            other => {
-                return Err(SimError::BadParam(format!(
-                    "buckets={other}: use geometric or linear"
-                )))
-            }
-        };
+        let linear = ctx.choice(
+            "buckets",
+            "geometric",
+            &[("geometric", false), ("linear", true)],
+        )?;
         let base: f64 = ctx.param("base", ctx.unit_pages as f64 / 2.0)?;
         let ratio: f64 = ctx.param("ratio", CLASS_RATIO)?;
         if !(base >= 1.0 && ratio > 1.0) {
@@ -67,22 +63,6 @@ impl Oracle {
         };
         StreamId(c as u8)
     }
-}
-
-/// Default ratio between the boundaries of adjacent geometric classes.
-pub const CLASS_RATIO: f64 = 4.0;
-
-/// Class `0..=last` of a span `r` (in pages) on geometric boundaries `base · ratio^i`: class
-/// `c` holds `base·ratio^(c−1) ≤ r < base·ratio^c`, the last one everything beyond.
-pub fn geometric_class(r: u64, base: f64, ratio: f64, last: u32) -> u32 {
-    debug_assert!(base >= 1.0 && ratio > 1.0);
-    let mut c = 0u32;
-    let mut b = base;
-    while c < last && r as f64 >= b {
-        c += 1;
-        b *= ratio;
-    }
-    c
 }
 
 impl Placement for Oracle {
@@ -154,6 +134,10 @@ impl DeathPass {
 
     /// Requires: the request was validated (in range), as the simulator does.
     pub fn feed(&mut self, r: &Request) {
+        debug_assert!(
+            r.lpn + r.pages as u64 <= self.last.len() as u64,
+            "request beyond the logical space"
+        );
         let range = r.lpn as usize..(r.lpn + r.pages as u64) as usize;
         match Op::from_u8(r.op) {
             Some(Op::Write) => {

@@ -43,12 +43,12 @@ pub struct PerPc {
 impl PerPc {
     pub fn new(ctx: &mut PolicyCtx) -> Result<PerPc, SimError> {
         let budget = ctx.write_point_budget.max(ctx.host_streams);
-        let w: u32 = ctx.param("write_points", budget)?;
-        if !(2..=MAX_WRITE_POINTS).contains(&w) {
-            return Err(SimError::BadParam(format!(
-                "write_points={w}: use 2 ..= {MAX_WRITE_POINTS} (one for GC copies, the rest for PCs)"
-            )));
-        }
+        let w = ctx.range(
+            "write_points",
+            budget,
+            2..=MAX_WRITE_POINTS,
+            &format!("2 ..= {MAX_WRITE_POINTS} (one for GC copies, the rest for PCs)"),
+        )?;
         Ok(PerPc {
             host_streams: ctx.host_streams,
             write_points: w,

@@ -5,7 +5,7 @@
 //! M / G slots of G write points each, one per GC generation: a selected host stream's survivors
 //! go to generation 0 of its slot, a generation's survivors to the next, the last keeps its own
 //! (G = 1, the default: a substream keeps its survivors). Which streams are selected is the
-//! policy's rule (pcstream.rs); this table keeps the assignment stable across reselections,
+//! policy's rule (`substreams.rs`); this table keeps the assignment stable across reselections,
 //! since every slot in use holds an open unit.
 
 use crate::units::StreamId;

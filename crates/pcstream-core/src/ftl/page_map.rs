@@ -4,7 +4,7 @@
 //! The reverse map lives inside the page metadata (`PageMeta::lpn`), so a random invalidation
 //! touches one cache line of the physical side; `lpn == NONE` means free or invalid.
 
-use crate::units::{Lpn, PcSig, Ppn, StreamId};
+use crate::units::{Lpn, Ppn, StreamId};
 
 pub const NONE: u32 = u32::MAX;
 
@@ -49,7 +49,7 @@ impl PageMeta {
     }
 }
 
-pub struct Mapping {
+pub struct PageMap {
     /// lpn → ppn (`NONE` if unmapped).
     pub l2p: Vec<u32>,
     /// Per physical page: reverse map and metadata.
@@ -59,9 +59,9 @@ pub struct Mapping {
     pub mapped: u64,
 }
 
-impl Mapping {
-    pub fn new(logical_pages: u64, physical_pages: u64, with_death: bool) -> Mapping {
-        Mapping {
+impl PageMap {
+    pub fn new(logical_pages: u64, physical_pages: u64, with_death: bool) -> PageMap {
+        PageMap {
             l2p: vec![NONE; logical_pages as usize],
             meta: vec![PageMeta::default(); physical_pages as usize],
             death: with_death.then(|| vec![0; physical_pages as usize]),
@@ -151,11 +151,6 @@ impl Mapping {
     #[inline]
     pub fn lpn_at(&self, ppn: Ppn) -> u32 {
         self.meta[ppn.0 as usize].lpn
-    }
-
-    #[inline]
-    pub fn page_pc(&self, ppn: Ppn) -> PcSig {
-        PcSig(self.meta[ppn.0 as usize].pc)
     }
 
     #[inline]
