@@ -11,7 +11,8 @@ its checker can fail:
 (d) no comment, docstring or other string of the sources, no Makefile comment and no page of docs/
     cites a document that is not in the repository (``NAME.md`` must exist beside the citing
     file, at the top or in docs/): the project stands alone;
-(e) the page size and the trace footer keys are defined once in Python (units.py, tracemeta.py);
+(e) the page size is defined once in Python (units.py); each trace footer key is spelled once, in
+    the engine (crates/pcstream-trace/src/parquet/keys.rs), and Python takes them from it;
 (f) docs/ARCHITECTURE.md names every folder and every source file of 300 lines or more.
 """
 
@@ -305,31 +306,69 @@ def test_no_citation_of_a_document_outside_the_repository(top: str) -> None:
 # --------------------------------------------------------------------------- (e) one definition
 
 
+KEYS_RS = ROOT / "crates" / "pcstream-trace" / "src" / "parquet" / "keys.rs"
+
+
+def rust_key_literals(text: str, keys: set[str]) -> list[int]:
+    """Lines of Rust code outside test modules that spell a footer key as a string literal."""
+    out = []
+    in_tests = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#[cfg(test)]"):
+            in_tests = True  # test modules close the files that have them
+        if in_tests:
+            continue
+        for _, chunk in c_like_prose(line):
+            if chunk.startswith('"') and chunk.strip('"') in keys:
+                out.append(number)
+    return out
+
+
+def python_key_literals(tree: ast.Module, keys: set[str]) -> list[int]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and not isinstance(node.value, bool):
+            value = node.value.decode(errors="replace") if isinstance(node.value, bytes) else node.value
+            if value in keys:
+                out.append(node.lineno)
+    return sorted(out)
+
+
 def test_one_page_size_and_one_definition_of_each_footer_key() -> None:
-    """No 4096 and no footer key spelled out in python/pcstream but in units.py and tracemeta.py."""
+    """The footer keys are spelled once, in the engine's parquet/keys.rs; Python takes them from
+    the engine (tracemeta) and spells none; no 4096 in python/pcstream but in units.py."""
     from pcstream import tracemeta, units
 
     keys = {value for name, value in vars(tracemeta).items() if name.startswith("KEY_")}
     assert units.PAGE_BYTES == 4096 and tracemeta.KEY_PCS == "pcstream.pcs" and len(keys) == 10
+    assert len(rust_key_literals(KEYS_RS.read_text(encoding="utf-8"), keys)) == len(keys)
     found = []
+    for path in files_under(ROOT / "crates", (".rs",)):
+        if path != KEYS_RS and "tests" not in path.relative_to(ROOT).parts:
+            found += [
+                f"{rel(path)}:{n}: a footer key (use parquet::keys)"
+                for n in rust_key_literals(path.read_text(encoding="utf-8"), keys)
+            ]
     for path in files_under(PACKAGE, (".py",)):
-        if path.name in ("units.py", "tracemeta.py"):
-            continue
-        for node in ast.walk(parse(path)):
-            if not isinstance(node, ast.Constant) or isinstance(node.value, bool):
-                continue
-            value = node.value.decode(errors="replace") if isinstance(node.value, bytes) else node.value
-            if value in (4096, "4096"):
-                found.append(f"{rel(path)}:{node.lineno}: 4096 (use pcstream.units.PAGE_BYTES)")
-            elif value in keys:
-                found.append(f"{rel(path)}:{node.lineno}: {value} (use pcstream.tracemeta)")
+        tree = parse(path)
+        found += [
+            f"{rel(path)}:{n}: a footer key (use pcstream.tracemeta)" for n in python_key_literals(tree, keys)
+        ]
+        if path.name != "units.py":
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Constant)
+                    and not isinstance(node.value, bool)
+                    and node.value in (4096, "4096")
+                ):
+                    found.append(f"{rel(path)}:{node.lineno}: 4096 (use pcstream.units.PAGE_BYTES)")
     assert not found, "\n".join(found)
 
 
 # --------------------------------------------------------------------------- (f) the map of the house
 
 ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
-MAPPED_TOPS = ("crates", "python", "shim", "tools", "tests", "docs", "traces", "fuzz")
+MAPPED_TOPS = ("crates", "python", "shim", "bpf", "tools", "tests", "docs", "traces", "fuzz", ".ci")
 BIG_FILE_LINES = 300
 # Build outputs that live inside the source tree (ignored by git).
 UNMAPPED_DIRS = frozenset({"_shim", "_bpf"})
@@ -407,6 +446,16 @@ def test_the_checks_catch_what_they_forbid(tmp_path: Path) -> None:
         (1, '"not // a comment"'), (1, "// see docs/NOPE.md"), (3, "/* NOPE2.md */"), (3, 'r#"Q.md"#'),
     ]  # fmt: skip
     assert [c for _, c in python_prose("x = 1  # a.md\ny = 'b.md'\n")] == ["# a.md", "'b.md'"]
+
+    keys = {"pcstream.pcs"}
+    rust_keys = (
+        'const K: &str = "pcstream.pcs";\n// "pcstream.pcs" in a comment\n'
+        '#[cfg(test)]\nmod t { "pcstream.pcs" }\n'
+    )
+    assert rust_key_literals(rust_keys, keys) == [1]
+    assert python_key_literals(
+        ast.parse("K = 'pcstream.pcs'\n# 'pcstream.pcs'\nB = b'pcstream.pcs'\n"), keys
+    ) == [1, 3]
 
     a, b = Path("crates/x/src/map/mod.rs"), Path("crates/x/src/gen/mod.rs")
     page = "`map/mod.rs`, `gen/` and `big.py`"
