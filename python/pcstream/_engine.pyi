@@ -6,6 +6,8 @@ Units: pages are 4 KiB, logical time is host pages written, latencies are in mic
 
 from collections.abc import Callable
 
+from pcstream.options import MapOptions, SimOptions
+
 class PcstreamError(Exception):
     """Base of every error the engine reports to a user (never a bug)."""
 
@@ -35,17 +37,11 @@ def table_streams(
 def simulate(
     trace: str,
     policy: str,
-    ssd: str = "paper",
-    prefill: float = 0.0,
-    warmup: int = 0,
-    seed: int = 0,
-    timing: bool = True,
-    table: str | None = None,
-    params: dict[str, str] | None = None,
+    options: SimOptions,
     progress: Callable[[int, int], None] | None = None,
-    cdf_points: int = 0,
 ) -> str:
-    """Simulate one block trace under one placement policy; returns one JSON result object.
+    """Simulate one block trace under one placement policy with ``options`` (its attributes are
+    read); returns one JSON result object.
 
     ``progress(done_rows, total_rows)`` is called about every million rows. Honours Ctrl-C.
     """
@@ -90,16 +86,15 @@ def import_trace(
 def map_trace(
     input: str,
     out: str,
-    capacity_pages: int,
-    mount_opts: str = "",
-    device: int | None = None,
+    options: MapOptions,
     progress: Callable[[int, int], None] | None = None,
 ) -> str:
-    """Map a file-level trace through the ext4 model into a block trace; JSON MapSummary
-    (events, requests, data_pages, journal_pages, metadata_pages{inode, directory, bitmap, other},
-    trim_pages, flushes, absorbed_pages, files, commits, checkpoints, peak_dirty_pages,
-    capacity_pages, free_pages, unknown_ops, warnings).
+    """Map a file-level trace through the ext4 model into a block trace as ``options`` say (its
+    attributes are read); JSON MapSummary (events, requests, data_pages, journal_pages,
+    metadata_pages{inode, directory, bitmap, other}, trim_pages, flushes, absorbed_pages, files,
+    commits, checkpoints, peak_dirty_pages, capacity_pages, free_pages, unknown_ops, warnings,
+    aged).
 
-    ``device``: model only events about files with this ``st_dev`` (others are skipped and
-    counted in a warning). ``progress(events_done, events_total)``. Honours Ctrl-C.
+    ``options.device``: model only events about files with this ``st_dev`` (others are skipped
+    and counted in a warning). ``progress(events_done, events_total)``. Honours Ctrl-C.
     """

@@ -21,6 +21,7 @@ import pytest
 
 from pcstream import api, tracemeta, validation
 from pcstream.mapping import Aging
+from pcstream.options import MapOptions
 from pcstream.record import agereplay, biocapture, biotrace, blockcapture
 from pcstream.record.biocapture import F_FUA, F_META, F_PREFLUSH, OP_DISCARD, OP_READ, OP_WRITE
 from pcstream.validation import trace_figures
@@ -531,8 +532,8 @@ def test_record_block_on_an_aged_file_system(tmp_path: Path) -> None:
     assert int(meta[tracemeta.KEY_AGED_PAGES]) == aged["pages"] >= aged["used_blocks"]
     assert aged["stale_blocks"] > 0, "nodiscard: the churn's deleted blocks stay on the device"
     # the model's plan, so the model's share in use (measured on 64 MiB: real 0.684, model 0.709)
-    model = api.map_trace(str(out / "files.parquet"), str(tmp_path / "m.parquet"), 16384,
-                          mount_opts="nodiscard", device=s["fs_dev"], age=0.7, age_seed=4,
-                          age_churn=1)  # fmt: skip
+    model = api.map_trace(str(out / "files.parquet"), str(tmp_path / "m.parquet"),
+                          MapOptions(capacity=16384, mount_opts="nodiscard", device=s["fs_dev"],
+                                     age=0.7, age_seed=4, age_churn=1))  # fmt: skip
     assert abs(aged["used_share"] - 0.7) <= 0.03
     assert abs(model["aged"]["used_share"] - aged["used_share"]) <= 0.03

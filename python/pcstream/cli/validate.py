@@ -12,8 +12,11 @@ from rich.table import Table
 
 from pcstream import api, mapping, validation
 from pcstream.cli._common import (
+    EXIT_FAILURE,
+    EXIT_INPUT,
     SIZE,
     SIZE_HELP,
+    CliError,
     aging_options,
     epilog,
     fmt,
@@ -23,7 +26,6 @@ from pcstream.cli._common import (
     resolve_ssd,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, CliError
 from pcstream.record import blockcapture
 
 EXTRA = """\b

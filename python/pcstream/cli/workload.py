@@ -9,6 +9,8 @@ from rich.table import Table
 
 from pcstream import mapping
 from pcstream.cli._common import (
+    EXIT_FAILURE,
+    EXIT_OK,
     SIZE,
     SIZE_HELP,
     aging_options,
@@ -18,11 +20,17 @@ from pcstream.cli._common import (
     stderr,
     stdout,
 )
-from pcstream.errors import EXIT_FAILURE, EXIT_OK
 from pcstream.record import filetrace
 from pcstream.workloads import bundle, recording
 from pcstream.workloads.packages import missing_packages
-from pcstream.workloads.recipes import RECIPES, SUITE_AGE_CHURN, SUITE_AGE_SHARE, SUITE_MODES, SUITE_SSD
+from pcstream.workloads.recipes import (
+    RECIPES,
+    SUITE_AGE_CHURN,
+    SUITE_AGE_SHARE,
+    SUITE_MODES,
+    SUITE_SSD,
+    Recipe,
+)
 
 EXTRA = """\b
 Examples:
@@ -76,6 +84,37 @@ def suite(
         + (f"; FAILED: {', '.join(failed)}" if failed else "")
     )
     return EXIT_FAILURE if failed else EXIT_OK
+
+
+def suite_names(only: str | None) -> tuple[str, ...]:
+    """The recipes of the suite to record: all, or those ``--only`` names (a usage error naming
+    any that is not in the suite)."""
+    if only is None:
+        return bundle.SUITE
+    names = tuple(n.strip() for n in only.split(",") if n.strip())
+    unknown = [n for n in names if n not in bundle.SUITE]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"{', '.join(unknown) or 'nothing'} is not in the suite ({', '.join(bundle.SUITE)})",
+            param_hint="--only",
+        )
+    return names
+
+
+def show(r: Recipe, output_dir: str) -> None:
+    """What recipe ``r`` runs and needs, and how to run it."""
+    out = stdout()
+    out.print(f"[bold]{r.name}[/bold]: {r.summary} (about {r.seconds} s on 2 cores)")
+    out.print(f"packages: {' '.join(p for p, _ in r.packages) or 'none'}"
+              f" (missing: {' '.join(missing_packages(r)) or 'none'})")  # fmt: skip
+    if r.setup:
+        out.print("set-up (not recorded):")
+        out.print(r.setup.strip(), markup=False, highlight=False)
+    out.print("script (run in the scratch directory):")
+    out.print(r.script.strip(), markup=False, highlight=False)
+    out.print("checks: " + ", ".join(c.__name__ for c in r.checks))
+    out.print(f"mapped for the '{r.ssd}' SSD preset, mount options: {r.mount_opts or 'defaults'}")
+    out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")
 
 
 def listing() -> Table:
@@ -144,15 +183,7 @@ def command(
         return EXIT_OK
     aging = mapping.Aging(age, age_seed, age_churn)
     if name == "suite":
-        names = bundle.SUITE
-        if only is not None:
-            names = tuple(n.strip() for n in only.split(",") if n.strip())
-            unknown = [n for n in names if n not in bundle.SUITE]
-            if unknown or not names:
-                raise click.BadParameter(
-                    f"{', '.join(unknown) or 'nothing'} is not in the suite ({', '.join(bundle.SUITE)})",
-                    param_hint="--only",
-                )
+        names = suite_names(only)
         return suite(
             do_record,
             Path(output_dir),
@@ -169,18 +200,7 @@ def command(
         raise click.UsageError("--only is for 'pcstream workload suite'")
     r = recording.recipe(name)
     if not do_record:
-        out = stdout()
-        out.print(f"[bold]{r.name}[/bold]: {r.summary} (about {r.seconds} s on 2 cores)")
-        out.print(f"packages: {' '.join(p for p, _ in r.packages) or 'none'}"
-                  f" (missing: {' '.join(missing_packages(r)) or 'none'})")  # fmt: skip
-        if r.setup:
-            out.print("set-up (not recorded):")
-            out.print(r.setup.strip(), markup=False, highlight=False)
-        out.print("script (run in the scratch directory):")
-        out.print(r.script.strip(), markup=False, highlight=False)
-        out.print("checks: " + ", ".join(c.__name__ for c in r.checks))
-        out.print(f"mapped for the '{r.ssd}' SSD preset, mount options: {r.mount_opts or 'defaults'}")
-        out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")
+        show(r, output_dir)
         return EXIT_OK
     stderr().print(f"pcstream workload: recording {r.name} (about {r.seconds} s)...")
     result = recording.run_recipe(

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, live
-from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
+from pcstream.errors import BadParameter, Failure, InputError, NotRoot, UsageError
 from pcstream.mapping import Aging
 from pcstream.record import agereplay, biocapture, biotrace, filetrace
 from pcstream.record.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
@@ -62,8 +62,6 @@ from pcstream.record.symbols import symbolize_or_warn
 from pcstream.record.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
 from pcstream.units import PAGE_BYTES
 
-# sysexits.h EX_NOPERM: the run needs root.
-EXIT_NOT_ROOT = 77
 # Mount options matching the model's defaults (docs/FSMODEL.md).
 DEFAULT_MOUNT_OPTS = "discard,noatime"
 # 4 KiB blocks, mke2fs's default inode ratio and size for every image size (small images would
@@ -93,10 +91,10 @@ def _run(cmd: list[str], what: str, input_text: str | None = None) -> str:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, input=input_text, check=False)
     except OSError as exc:
-        raise CliError(f"{cmd[0]}: cannot run ({exc.strerror}); is it installed?", EXIT_FAILURE) from None
+        raise Failure(f"{cmd[0]}: cannot run ({exc.strerror}); is it installed?") from None
     if proc.returncode != 0:
         msg = " ".join((proc.stderr or proc.stdout).split())[:300]
-        raise CliError(f"{what} failed: {' '.join(cmd)}: {msg or f'exit {proc.returncode}'}", EXIT_FAILURE)
+        raise Failure(f"{what} failed: {' '.join(cmd)}: {msg or f'exit {proc.returncode}'}")
     return proc.stdout
 
 
@@ -115,14 +113,14 @@ def choose_capture(method: str | None = None) -> tuple[str, str | None]:
     run is a one-line error naming what is missing."""
     method = method or os.environ.get(CAPTURE_ENV) or "auto"
     if method not in CAPTURES:
-        raise CliError(f"{CAPTURE_ENV}={method}: use one of {', '.join(CAPTURES)}", EXIT_USAGE)
+        raise UsageError(f"{CAPTURE_ENV}={method}: use one of {', '.join(CAPTURES)}")
     if method == "tracefs":
         return "tracefs", None
     why = biocapture.unavailable()
     if why is None:
         return "bpf", None
     if method == "bpf":
-        raise CliError(f"record --block: {why}", EXIT_FAILURE)
+        raise Failure(f"record --block: {why}")
     return "tracefs", why
 
 
@@ -130,20 +128,18 @@ def check_environment(tracefs: bool = True) -> None:
     """Root, the tools, loop devices and (``tracefs``) tracefs — or a one-line error saying what
     is missing."""
     if os.geteuid() != 0:
-        raise CliError(
+        raise NotRoot(
             "record --block needs root (it makes a loop device, mounts it and reads tracefs); "
             "run it as root, or record without --block",
-            EXIT_NOT_ROOT,
         )
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
-        raise CliError(
+        raise Failure(
             f"record --block needs {', '.join(missing)}; install e2fsprogs, mount and util-linux",
-            EXIT_FAILURE,
         )
     if not Path("/dev/loop-control").exists():
-        raise CliError(
-            "record --block needs loop devices (/dev/loop-control is missing); modprobe loop", EXIT_FAILURE
+        raise Failure(
+            "record --block needs loop devices (/dev/loop-control is missing); modprobe loop",
         )
     if tracefs:
         tracefs_root()
@@ -436,7 +432,9 @@ def record_block(
     table's signature method; the summary then has ``live`` (the shim's counts) and ``fidelity``
     (the share of data pages whose bio carried their PC's hint)."""
     if method not in filetrace.METHODS:
-        raise CliError(f"--method {method}: unknown; use one of {', '.join(filetrace.METHODS)}", EXIT_USAGE)
+        raise BadParameter(
+            "method", method, f"{{param}} {{value}}: unknown; use one of {', '.join(filetrace.METHODS)}"
+        )
     resolved = live.resolve(table, ssd) if table is not None else None
     if resolved is not None:
         method, frames = str(resolved.signature["method"]), int(resolved.signature["frames"])
@@ -449,8 +447,9 @@ def record_block(
         cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
     outputs = Outputs.at(out)
     if out.suffix != ".parquet" and out.exists() and not out.is_dir():
-        raise CliError(
-            f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
+        raise InputError(
+            out,
+            f"{out}: exists and is not a directory; give a directory or a .parquet name",
         )
     logdir = filetrace.new_logdir()
     source = live.record_source(cmd, method, frames, block=True)
@@ -539,11 +538,12 @@ def load_layout(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise CliError(
-            f"{path}: not a readable layout file ({exc}); re-run record --block", EXIT_INPUT
+        raise InputError(
+            path,
+            f"{path}: not a readable layout file ({exc}); re-run record --block",
         ) from None
     if not isinstance(value, dict) or "fs_dev" not in value:
-        raise CliError(f"{path}: not a layout file of record --block (no fs_dev)", EXIT_INPUT)
+        raise InputError(path, f"{path}: not a layout file of record --block (no fs_dev)")
     return value
 
 

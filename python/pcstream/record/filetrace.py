@@ -18,20 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, live
-from pcstream.errors import EXIT_INPUT, EXIT_USAGE, CliError, check_output
+from pcstream.errors import (
+    BadParameter,
+    Failure,
+    InputError,
+    ProgramNotFound,
+    ProgramNotRunnable,
+    UsageError,
+    check_output,
+)
+from pcstream.options import MAX_FRAMES, METHODS
 from pcstream.record import elf, runner
 from pcstream.record.symbols import symbolize_or_warn
-
-METHODS = ("auto", "fp", "unwind", "scan")
-EXIT_NOT_FOUND = 127
-EXIT_NOT_RUNNABLE = 126
 
 
 def shim_path() -> Path:
     """The built shim; a one-line error if it is missing."""
     path = Path(__file__).resolve().parents[1] / "_shim" / "pcshim.so"
     if not path.is_file():
-        raise CliError(f"{path}: the record shim is not built; run 'make install' (or 'make shim')")
+        raise Failure(f"{path}: the record shim is not built; run 'make install' (or 'make shim')")
     return path
 
 
@@ -41,30 +46,30 @@ def _check_output(out: Path) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     check_output(str(out))
     if not parent.is_dir():
-        raise CliError(f"{out}: directory {parent} does not exist; create it or pick another", EXIT_INPUT)
+        raise InputError(out, f"{out}: directory {parent} does not exist; create it or pick another")
     if not os.access(parent, os.W_OK):
-        raise CliError(f"{out}: directory {parent} is not writable; pick another path", EXIT_INPUT)
+        raise InputError(out, f"{out}: directory {parent} is not writable; pick another path")
     probe = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     try:
         probe.open("wb").close()
         probe.unlink()
     except OSError as exc:
         why = exc.strerror or str(exc)
-        raise CliError(f"{out}: cannot create a file there ({why}); pick another path", EXIT_INPUT) from None
+        raise InputError(out, f"{out}: cannot create a file there ({why}); pick another path") from None
 
 
 def check_command(cmd: list[str]) -> str:
     """The program ``cmd`` runs (resolved on PATH); a one-line error when there is none."""
     if not cmd:
-        raise CliError("no command to record; usage: pcstream record [OPTIONS] -- CMD [ARGS...]", EXIT_USAGE)
+        raise UsageError("no command to record; usage: pcstream record [OPTIONS] -- CMD [ARGS...]")
     prog = cmd[0]
     if "/" in prog and os.path.exists(prog) and (os.path.isdir(prog) or not os.access(prog, os.X_OK)):
         # As shells do: found but not executable is 126, not found 127.
         why = "permission denied (not an executable file); check its mode"
-        raise CliError(f"{prog}: {why}", EXIT_NOT_RUNNABLE)
+        raise ProgramNotRunnable(f"{prog}: {why}")
     found = shutil.which(prog) if "/" not in prog else prog
     if not found or not os.path.exists(found):
-        raise CliError(f"{prog}: command not found; check it and PATH", EXIT_NOT_FOUND)
+        raise ProgramNotFound(f"{prog}: command not found; check it and PATH")
     return found
 
 
@@ -159,9 +164,9 @@ def record(
     summary's ``warnings``. A signal that ends the command (also one sent to us and forwarded)
     does not stop the conversion: the trace holds what the logs hold."""
     if method not in METHODS:
-        raise CliError(f"--method {method}: unknown; use one of {', '.join(METHODS)}", EXIT_USAGE)
-    if not 1 <= frames <= 64:
-        raise CliError(f"--frames {frames}: out of range; use 1..64", EXIT_USAGE)
+        raise BadParameter("method", method, f"{{param}} {{value}}: unknown; use one of {', '.join(METHODS)}")
+    if not 1 <= frames <= MAX_FRAMES:
+        raise BadParameter("frames", frames, f"{{param}} {{value}}: out of range; use 1..{MAX_FRAMES}")
     shim = shim_path()
     _check_output(out)
     early = early_warnings(cmd, shim)

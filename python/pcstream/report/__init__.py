@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from pcstream.compare.jobs import Outcome
-from pcstream.errors import EXIT_USAGE, CliError
+from pcstream.errors import UsageError
 from pcstream.report.data import RunInfo, sweep
 
 __all__ = ["RunInfo", "require", "write_report", "write_results"]
@@ -28,11 +28,10 @@ __all__ = ["RunInfo", "require", "write_report", "write_results"]
 NEEDS = ("matplotlib", "pyarrow")
 
 
-def _missing(missing: str, what: str) -> CliError:
-    return CliError(
+def _missing(missing: str, what: str) -> UsageError:
+    return UsageError(
         f"{what} needs the Python package {missing}, which is not installed; "
         f"run 'pip install {' '.join(NEEDS)}' (the versions pinned in requirements.lock)",
-        EXIT_USAGE,
     )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, mapping
-from pcstream.errors import CliError, Terminated, classify
+from pcstream.errors import Failure, Kind, Terminated, describe
 from pcstream.outputs import atomic_write
 from pcstream.workloads import recording
 from pcstream.workloads.packages import package_versions
@@ -107,7 +107,7 @@ def load_manifest(out_dir: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise CliError(f"{path}: not JSON ({e.msg} at line {e.lineno}); delete it and record again") from None
+        raise Failure(f"{path}: not JSON ({e.msg} at line {e.lineno}); delete it and record again") from None
     value.setdefault("traces", {})
     return value
 
@@ -116,10 +116,10 @@ def recorded(manifest: dict[str, Any], name: str, file_trace: Path) -> dict[str,
     """What the recording of ``name`` gave (its record figures, from the manifest), to map its kept
     file-level trace again; a one-line error when either is missing."""
     if not file_trace.is_file():
-        raise CliError(f"{file_trace}: no file-level trace; record with --keep-file-traces first")
+        raise Failure(f"{file_trace}: no file-level trace; record with --keep-file-traces first")
     prior = next((e for e in manifest["traces"].values() if e.get("workload") == name), None)
     if prior is None:
-        raise CliError(f"{name}: not in the manifest; record it first")
+        raise Failure(f"{name}: not in the manifest; record it first")
     return {"record": prior["record"], "record_wall_s": prior["record_wall_s"]}
 
 
@@ -133,10 +133,10 @@ def save_manifest(out_dir: Path, manifest: dict[str, Any], failed: dict[str, str
         f.write(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
-def failure(e: Exception) -> tuple[str, int] | None:
+def failure(e: Exception) -> tuple[str, Kind] | None:
     """What a recipe's failure says (None: not a failure of one recipe, so it propagates). SIGTERM
     stops the whole suite, as it stops any other command."""
-    return None if isinstance(e, Terminated) else classify(e)
+    return None if isinstance(e, Terminated) else describe(e)
 
 
 def record_suite(
