@@ -223,7 +223,7 @@ def test_a_capture_file_reads_back(tmp_path: Path) -> None:
 def test_without_root_bpf_or_btf_the_reason_is_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from pcstream.errors import CliError
+    from pcstream.errors import Failure, UsageError
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert biocapture.unavailable() == "the BPF capture needs root"
@@ -238,11 +238,11 @@ def test_without_root_bpf_or_btf_the_reason_is_one_line(
     # auto falls back to tracefs and says why; asking for bpf is that one-line error
     assert blockcapture.choose_capture("auto") == ("tracefs", why)
     assert blockcapture.choose_capture("tracefs") == ("tracefs", None)
-    with pytest.raises(CliError, match="make bpf") as err:
+    with pytest.raises(Failure, match="make bpf") as err:
         blockcapture.choose_capture("bpf")
     assert "\n" not in str(err.value)
     monkeypatch.setenv(blockcapture.CAPTURE_ENV, "perf")
-    with pytest.raises(CliError, match="use one of auto, bpf, tracefs"):
+    with pytest.raises(UsageError, match="use one of auto, bpf, tracefs"):
         blockcapture.choose_capture()
     assert blockcapture.real_mount_opts("nodiscard") == "nodiscard,noatime"
     assert blockcapture.real_mount_opts("discard,relatime") == "discard,relatime"

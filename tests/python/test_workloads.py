@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pcstream import api, mapping
-from pcstream.errors import CliError, Terminated
+from pcstream.errors import Failure, Terminated
 from pcstream.record import filetrace, runner
 from pcstream.units import parse_size
 from pcstream.workloads import bundle, fileops, packages, recording, tpcc_sqlite
@@ -94,9 +94,9 @@ def test_a_recorded_recipe_is_mapped_to_a_block_trace(tmp_path: Path) -> None:
 
 def test_a_failing_check_or_script_is_an_error(tmp_path: Path) -> None:
     script = f"{PY} -m pcstream.workloads.fileops varmail --loops 10 --rate 1000 --dir mail"
-    with pytest.raises(CliError, match="trace check failed: 0 files deleted"):
+    with pytest.raises(Failure, match="trace check failed: 0 files deleted"):
         recorded(tmp_path, script, (deletes_files(1),))
-    with pytest.raises(CliError, match="exited with status 3"):
+    with pytest.raises(Failure, match="exited with status 3"):
         recorded(tmp_path, "exit 3")
 
 
@@ -104,7 +104,7 @@ def test_missing_packages_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     r = Recipe("t", "x", (("no-such-package", "no-such-binary-xyz"),), "true")
     assert packages.missing_packages(r) == ["no-such-package"]
     monkeypatch.setattr(packages.os, "geteuid", lambda: 1000)
-    with pytest.raises(CliError, match="needs the Debian packages no-such-package"):
+    with pytest.raises(Failure, match="needs the Debian packages no-such-package"):
         packages.ensure_packages(r)
 
 
@@ -141,7 +141,7 @@ def test_the_suite_keeps_going_after_a_failure(tmp_path: Path, monkeypatch: pyte
     )
     missing = Recipe("missing", "a program that is not installed", (), "no-such-program-xyz --flag")
     # 260 MiB in one file: more than the 239 MiB file system the suite maps onto here, so the
-    # engine's map fails (an engine error, not a CliError) after a good recording.
+    # engine's map fails (an engine error, not one of the library's own) after a good recording.
     huge = Recipe(
         "huge",
         "more data than the file system holds",
