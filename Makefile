@@ -131,7 +131,7 @@ rocksdb-tools: ## Install db_bench (Debian rocksdb-tools) for the record purity 
 	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq rocksdb-tools; }
 
 purity: install rocksdb-tools ## Record db_bench with every PC method; purity of the signatures
-	$(BIN)/python -m pcstream.record.purity --run
+	$(BIN)/python -m pcstream.report.purity --run
 
 bench-record: install ## Per-write overhead of pcstream record by PC method and of live hints (median ns/write)
 	$(BIN)/python tools/bench_record.py
@@ -169,7 +169,7 @@ suite: install ## Record the bundled suite (root: installs the programs): traces
 
 results: install ## Compare all policies on the bundled suite; docs/RESULTS.md, the HTML report in results/
 	$(BIN)/pcstream compare --report results
-	$(BIN)/python -m pcstream.suite_results results/results.jsonl --traces traces --ssd paper -o docs/RESULTS.md
+	$(BIN)/python -m pcstream.report.suite_results results/results.jsonl --traces traces --ssd paper -o docs/RESULTS.md
 
 # --- record --block: the BPF bio capture (bpf/), built into python/pcstream/_bpf/ ---
 # clang compiles the program against a vmlinux.h dumped from the running kernel's BTF (not

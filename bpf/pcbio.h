@@ -17,7 +17,7 @@
  *   run can come after later BIO records when its bio's pages needed several messages), then one
  *   PCBIO_KIND_END record when the loader stopped cleanly (SIGINT/SIGTERM, buffer drained).
  * A reader takes the records as an array (numpy: fromfile, reshape to (-1, 64), split by kind).
- * python/pcstream/record/biocapture.py reads it; docs/FSMODEL.md ("Ground truth") describes it.
+ * python/pcstream/groundtruth/biotracer.py reads it; docs/FSMODEL.md ("Ground truth") describes it.
  */
 #ifndef PCBIO_H
 #define PCBIO_H

@@ -30,6 +30,7 @@ from typing import Any
 
 from pcstream import api
 from pcstream.errors import InputError, Kind, engine_kind
+from pcstream.record import runner
 
 NOT_SET, NONE, SHORT, MEDIUM, LONG, EXTREME = range(6)
 LEVELS = ("NOT_SET", "NONE", "SHORT", "MEDIUM", "LONG", "EXTREME")
@@ -38,7 +39,7 @@ HINTS_MAGIC = b"PCHINTS1"
 # The signature method a table records when it was learned on a trace of `pcstream record`.
 KEY_SIGNATURE = "signature"
 DEFAULT_SIGNATURE = {"method": "auto", "frames": 12}
-SOURCE_PREFIXES = ("pcstream record --block ", "pcstream record ")
+SOURCE_PREFIXES = (runner.SOURCE_VERB_BLOCK + " ", runner.SOURCE_VERB + " ")
 
 
 def level_of_rank(rank: int, streams: int) -> int:
@@ -101,12 +102,6 @@ def source_signature(source: str) -> dict[str, Any] | None:
             if len(words) >= 4 and words[0] == "--method" and words[2] == "--frames" and words[3].isdigit():
                 return {"method": words[1], "frames": int(words[3])}
     return None
-
-
-def record_source(cmd: list[str], method: str, frames: int, block: bool = False) -> str:
-    """The ``pcstream.source`` of a recorded trace (read back by :func:`source_signature`)."""
-    verb = "pcstream record --block" if block else "pcstream record"
-    return f"{verb} --method {method} --frames {frames} -- " + " ".join(cmd)
 
 
 def stamp_signature(table_path: str | Path, trace: str | Path) -> dict[str, Any] | None:
@@ -302,11 +297,9 @@ def run(cmd: list[str], table: str | Path, ssd: str = "paper") -> tuple[int, dic
     """``pcstream run``: ``cmd`` under the shim with live hints from ``table`` (resolved for
     ``ssd``), nothing recorded. Returns the command's exit status (128+N for signal N) and a
     summary: the table's resolution, the shim's counts, warnings."""
-    from pcstream.record import filetrace, runner
-
     resolved = resolve(table, ssd)
-    shim = filetrace.shim_path()
-    early = filetrace.early_warnings(cmd, shim)
+    shim = runner.shim_path()
+    early = runner.early_warnings(cmd, shim)
     if not resolved.signature_stored:
         early.append(
             f"{table}: the table does not say which signature method learned it; using "

@@ -19,8 +19,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pcstream import units
-
 # The stack walks a PC signature can be made with (``record``'s ``method``).
 METHODS: tuple[str, ...] = ("auto", "fp", "unwind", "scan")
 # The largest number of return addresses hashed into a signature.
@@ -30,6 +28,8 @@ MAX_FRAMES = 64
 DEFAULT_CAPACITY = "paper"
 # The size of ``record --block``'s ext4 image when ``capacity`` is not given.
 BLOCK_CAPACITY = "1GiB"
+# How a SIZE value is written (parsed by pcstream.units.parse_size).
+SIZE_HELP = "pages of 4 KiB (61248), bytes with a unit (16GiB, 512M, 1.5TB), or an SSD preset name (small)"
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,7 @@ class MapOptions:
     """How a file-level trace is mapped through the ext4 model to a block trace."""
 
     capacity: int = option(
-        Spec(help=f"File-system size: {units.SIZE_HELP}.", kind="size", cli_default=DEFAULT_CAPACITY)
+        Spec(help=f"File-system size: {SIZE_HELP}.", kind="size", cli_default=DEFAULT_CAPACITY)
     )
     fs: str = option(Spec(help="File-system model.", choices=("ext4",)), "ext4")
     mount_opts: str = option(
@@ -259,7 +259,7 @@ class RecordOptions:
     )
     capacity: int | None = option(
         Spec(
-            help=f"--block: size of the ext4 image: {units.SIZE_HELP} (default {BLOCK_CAPACITY}).",
+            help=f"--block: size of the ext4 image: {SIZE_HELP} (default {BLOCK_CAPACITY}).",
             kind="size",
             show_default=False,
         ),

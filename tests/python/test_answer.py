@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from pcstream.compare.jobs import Job, Outcome
+from pcstream.compare.outcome import Job, Outcome
 from pcstream.report import answer
 
 

@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream import api, tracemeta, validation
-from pcstream.mapping import Aging
+from pcstream import api, compose, tracemeta
+from pcstream.aging import Aging
+from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer, loopdev, validation
+from pcstream.groundtruth.biotracer import F_FUA, F_META, F_PREFLUSH, OP_DISCARD, OP_READ, OP_WRITE
+from pcstream.groundtruth.validation import trace_figures
 from pcstream.options import MapOptions
-from pcstream.record import agereplay, biocapture, biotrace, blockcapture
-from pcstream.record.biocapture import F_FUA, F_META, F_PREFLUSH, OP_DISCARD, OP_READ, OP_WRITE
-from pcstream.validation import trace_figures
 from support import ROOT
 
 SHIM_SO = ROOT / "python" / "pcstream" / "_shim" / "pcshim.so"
@@ -37,20 +37,20 @@ PC_A, PC_B = 0xAAAA_0000_0000_0001, 0xBBBB_0000_0000_0002
 # --------------------------------------------------------------------------- hand-made inputs
 
 
-def capture(bios: list[dict[str, Any]], runs: list[dict[str, Any]]) -> biocapture.Capture:
-    b = np.zeros(len(bios), dtype=biocapture.BIO_DTYPE)
+def capture(bios: list[dict[str, Any]], runs: list[dict[str, Any]]) -> biotracer.Capture:
+    b = np.zeros(len(bios), dtype=biotracer.BIO_DTYPE)
     for i, fields in enumerate(bios):
-        b[i]["kind"] = biocapture.KIND_BIO
+        b[i]["kind"] = biotracer.KIND_BIO
         b[i]["dev"] = SDEV
         for k, v in fields.items():
             b[i][k] = v
-    r = np.zeros(len(runs), dtype=biocapture.RUN_DTYPE)
+    r = np.zeros(len(runs), dtype=biotracer.RUN_DTYPE)
     for i, fields in enumerate(runs):
-        r[i]["kind"] = biocapture.KIND_RUN
+        r[i]["kind"] = biotracer.KIND_RUN
         r[i]["sdev"] = SDEV
         for k, v in fields.items():
             r[i][k] = v
-    return biocapture.Capture(
+    return biotracer.Capture(
         b, r, SDEV, 0, {"bios": len(b), "runs": len(r), "lost": 0, "orphans": 0, "truncated": 0}
     )
 
@@ -90,7 +90,7 @@ def file_trace(path: Path, writes: list[tuple[int, int, int, int, int]]) -> Path
 META_MAP = [(10, 5, 1), (104, 2, 5)]
 
 
-def hand_made(tmp_path: Path) -> tuple[biocapture.Capture, Path]:
+def hand_made(tmp_path: Path) -> tuple[biotracer.Capture, Path]:
     cap = capture(
         [
             {"op": OP_WRITE, "ts_ns": 10_000, "sector": 800, "bytes": 4 * PAGE, "hint": 2, "pid": 99},
@@ -124,7 +124,7 @@ def hand_made(tmp_path: Path) -> tuple[biocapture.Capture, Path]:
 def test_the_block_trace_from_a_capture_gives_data_pages_their_last_writer(tmp_path: Path) -> None:
     cap, src = hand_made(tmp_path)
     out = tmp_path / "block.parquet"
-    s = biotrace.build(cap, src, FS_DEV, 1024, META_MAP, out, "test")
+    s = bio_to_blocktrace.build(cap, src, FS_DEV, 1024, META_MAP, out, "test")
     rows = [
         (r["ts_ns"], r["op"], r["lpn"], r["pages"], r["pc"], r["meta"], r["hint"], r["file"], r["pid"])
         for r in pq.read_table(out).to_pylist()
@@ -152,7 +152,7 @@ def test_the_block_trace_from_a_capture_gives_data_pages_their_last_writer(tmp_p
     assert info["writes"]["pages"] == 10 and info["trims"]["pages"] == 8 and info["flushes"] == 2
     # the same bios through blkparse text and the engine's importer: the same pages and classes
     text = tmp_path / "b.blkparse"
-    assert biocapture.to_blkparse(cap, text) == 7
+    assert biotracer.to_blkparse(cap, text) == 7
     imported = api.import_trace("blkparse", str(text), str(tmp_path / "i.parquet"), capacity_pages=1024,
                                 meta_map=META_MAP)  # fmt: skip
     assert (imported["write_pages"], imported["trim_pages"], imported["flushes"]) == (10, 8, 2)
@@ -166,7 +166,9 @@ def test_the_block_trace_from_a_capture_gives_data_pages_their_last_writer(tmp_p
 def test_the_aged_state_leads_the_trace(tmp_path: Path) -> None:
     cap, src = hand_made(tmp_path)
     out = tmp_path / "aged.parquet"
-    s = biotrace.build(cap, src, FS_DEV, 1024, META_MAP, out, "test", aged_extents=[(0, 8), (20, 100)])
+    s = bio_to_blocktrace.build(
+        cap, src, FS_DEV, 1024, META_MAP, out, "test", aged_extents=[(0, 8), (20, 100)]
+    )
     head = pq.read_table(out).to_pylist()[:3]
     assert [(r["ts_ns"], r["op"], r["lpn"], r["pages"], r["pc"]) for r in head[:2]] == [
         (0, 0, 0, 8, 0),
@@ -178,21 +180,21 @@ def test_the_aged_state_leads_the_trace(tmp_path: Path) -> None:
     assert s["aged_pages"] == 108 and api.info(str(out))["aged_pages"] == 108
     # a trace imported from tracefs gets the same head
     plain = tmp_path / "plain.parquet"
-    biotrace.build(cap, src, FS_DEV, 1024, META_MAP, plain, "test")
-    biotrace.prepend_aged(plain, [(0, 8), (20, 100)])
+    bio_to_blocktrace.build(cap, src, FS_DEV, 1024, META_MAP, plain, "test")
+    bio_to_blocktrace.prepend_aged(plain, [(0, 8), (20, 100)])
     assert pq.read_table(plain).to_pylist() == pq.read_table(out).to_pylist()
     assert tracemeta.aged_pages(plain) == 108
 
 
 def test_last_writer_before_the_bio_wins() -> None:
     key = np.array([5, 5, 5, 6], dtype=np.uint64)
-    w = biotrace.Writes(
+    w = bio_to_blocktrace.Writes(
         key, np.array([100, 200, 300, 2_000_000], np.uint64), np.array([1, 2, 3, 4], np.uint64),
         np.array([11, 12, 13, 14], np.uint32), np.zeros(4, np.uint32),
     )  # fmt: skip
     qkey = np.array([5, 5, 5, 5, 6, 6, 7], dtype=np.uint64)
     qts = np.array([50, 100, 250, 10_000, 1_500_000, 900_000, 1_000], dtype=np.uint64)
-    found, late = biotrace.last_writer(qkey, qts, w, late_ns=1_000_000)
+    found, late = bio_to_blocktrace.last_writer(qkey, qts, w, late_ns=1_000_000)
     # before any write: the first one, late (within 1 ms); a write at the bio's time counts as
     # before; the last of several; a write too far after: none; another page: none
     assert found.tolist() == [0, 0, 1, 2, 3, -1, -1]
@@ -201,23 +203,23 @@ def test_last_writer_before_the_bio_wins() -> None:
 
 def test_a_capture_file_reads_back(tmp_path: Path) -> None:
     cap, _ = hand_made(tmp_path)
-    head = np.zeros(1, dtype=biocapture.HEADER_DTYPE)
+    head = np.zeros(1, dtype=biotracer.HEADER_DTYPE)
     head["magic"], head["version"], head["record_bytes"], head["dev"] = b"PCBIO", 1, 64, SDEV
-    end = np.zeros(1, dtype=biocapture.END_DTYPE)
-    end["kind"], end["bios"], end["runs"], end["lost"] = biocapture.KIND_END, 7, 3, 2
+    end = np.zeros(1, dtype=biotracer.END_DTYPE)
+    end["kind"], end["bios"], end["runs"], end["lost"] = biotracer.KIND_END, 7, 3, 2
     path = tmp_path / "c.pcbio"
     with open(path, "wb") as f:
         for part in (head, cap.bios, cap.runs, end):
             f.write(part.tobytes())
-    back = biocapture.read(path)
+    back = biotracer.read(path)
     assert back.bios.tobytes() == cap.bios.tobytes() and back.runs.tobytes() == cap.runs.tobytes()
     assert back.dev == SDEV and back.end is not None and back.end["lost"] == 2 and back.warnings == []
     with open(path, "r+b") as f:
         f.truncate(path.stat().st_size - 64)
-    assert biocapture.read(path).warnings, "no end record: the loader did not stop cleanly"
+    assert biotracer.read(path).warnings, "no end record: the loader did not stop cleanly"
     path.write_bytes(b"x" * 64)
     with pytest.raises(Exception, match="not a pcbio capture"):
-        biocapture.read(path)
+        biotracer.read(path)
 
 
 def test_without_root_bpf_or_btf_the_reason_is_one_line(
@@ -226,27 +228,27 @@ def test_without_root_bpf_or_btf_the_reason_is_one_line(
     from pcstream.errors import Failure, UsageError
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    assert biocapture.unavailable() == "the BPF capture needs root"
+    assert biotracer.unavailable() == "the BPF capture needs root"
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(biocapture, "BTF", tmp_path / "no-btf")
-    assert "the kernel has no BTF" in (biocapture.unavailable() or "")
+    monkeypatch.setattr(biotracer, "BTF", tmp_path / "no-btf")
+    assert "the kernel has no BTF" in (biotracer.unavailable() or "")
     (tmp_path / "btf").write_bytes(b"")
-    monkeypatch.setattr(biocapture, "BTF", tmp_path / "btf")
-    monkeypatch.setattr(biocapture, "BINARY", tmp_path / "pcbio-capture")
-    why = biocapture.unavailable() or ""
+    monkeypatch.setattr(biotracer, "BTF", tmp_path / "btf")
+    monkeypatch.setattr(biotracer, "BINARY", tmp_path / "pcbio-capture")
+    why = biotracer.unavailable() or ""
     assert "not built" in why and "make bpf" in why
     # auto falls back to tracefs and says why; asking for bpf is that one-line error
-    assert blockcapture.choose_capture("auto") == ("tracefs", why)
-    assert blockcapture.choose_capture("tracefs") == ("tracefs", None)
+    assert loopdev.choose_capture("auto") == ("tracefs", why)
+    assert loopdev.choose_capture("tracefs") == ("tracefs", None)
     with pytest.raises(Failure, match="make bpf") as err:
-        blockcapture.choose_capture("bpf")
+        loopdev.choose_capture("bpf")
     assert "\n" not in str(err.value)
-    monkeypatch.setenv(blockcapture.CAPTURE_ENV, "perf")
+    monkeypatch.setenv(loopdev.CAPTURE_ENV, "perf")
     with pytest.raises(UsageError, match="use one of auto, bpf, tracefs"):
-        blockcapture.choose_capture()
-    assert blockcapture.real_mount_opts("nodiscard") == "nodiscard,noatime"
-    assert blockcapture.real_mount_opts("discard,relatime") == "discard,relatime"
-    assert blockcapture.real_mount_opts(None) == "discard,noatime"
+        loopdev.choose_capture()
+    assert loopdev.real_mount_opts("nodiscard") == "nodiscard,noatime"
+    assert loopdev.real_mount_opts("discard,relatime") == "discard,relatime"
+    assert loopdev.real_mount_opts(None) == "discard,noatime"
 
 
 # --------------------------------------------------------------------------- lifetimes
@@ -256,7 +258,7 @@ def block_trace(path: Path, rows: list[tuple[int, int, int, int, int]], aged_row
     """A block trace of (op, lpn, pages, pc, meta) rows; the first ``aged_rows`` are its aged state."""
     n = len(rows)
     cols: dict[str, Any] = {
-        f.name: np.zeros(n, dtype=biotrace.COLUMN_DTYPES[f.name]) for f in biotrace.SCHEMA
+        f.name: np.zeros(n, dtype=bio_to_blocktrace.COLUMN_DTYPES[f.name]) for f in bio_to_blocktrace.SCHEMA
     }
     for i, (op, lpn, pages, pc, meta) in enumerate(rows):
         cols["op"][i], cols["lpn"][i], cols["pages"][i], cols["pc"][i], cols["meta"][i] = (
@@ -268,7 +270,7 @@ def block_trace(path: Path, rows: list[tuple[int, int, int, int, int]], aged_row
         )
     footer = {tracemeta.KEY_CAPACITY: "64", tracemeta.KEY_AGED_ROWS: str(aged_rows),
               tracemeta.KEY_AGED_PAGES: str(sum(r[2] for r in rows[:aged_rows]))}  # fmt: skip
-    pq.write_table(pa.table(cols, schema=biotrace.SCHEMA).replace_schema_metadata(footer), path)
+    pq.write_table(pa.table(cols, schema=bio_to_blocktrace.SCHEMA).replace_schema_metadata(footer), path)
     return path
 
 
@@ -388,9 +390,9 @@ def _skip_reason() -> str | None:
         return "the record shim is not built"
     if shutil.which("cc") is None:
         return "no C compiler"
-    if not Path("/dev/loop-control").exists() or any(shutil.which(t) is None for t in blockcapture.TOOLS):
+    if not Path("/dev/loop-control").exists() or any(shutil.which(t) is None for t in loopdev.TOOLS):
         return "no loop devices or e2fsprogs"
-    return biocapture.unavailable()
+    return biotracer.unavailable()
 
 
 SKIP = _skip_reason()
@@ -452,7 +454,7 @@ def two_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         [sys.executable, "-m", "pcstream", "record", "--block", "--capacity", "64MiB", "-o", str(out), "--",
          str(exe)],
         cwd=work, capture_output=True, text=True, timeout=300,
-        env={**os.environ, blockcapture.CAPTURE_ENV: "bpf"},
+        env={**os.environ, loopdev.CAPTURE_ENV: "bpf"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     log_ino, data_ino = map(int, proc.stdout.split())
@@ -466,14 +468,14 @@ def two_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @needs_bpf
 def test_bpf_sees_each_file_as_its_own_bios_with_its_hint_and_inode(two_paths: dict[str, Any]) -> None:
-    cap = biocapture.read(two_paths["out"] / "block.pcbio")
+    cap = biotracer.read(two_paths["out"] / "block.pcbio")
     assert cap.end is not None and cap.end["lost"] == 0
     runs = cap.runs[cap.runs["sdev"] == np.uint32(cap.dev)]
     by_ino: dict[int, set[int]] = {}
     pages: dict[int, int] = {}
     for r in runs:
         bio = cap.bios[int(r["bio"])]
-        assert int(bio["op"]) == biocapture.OP_WRITE
+        assert int(bio["op"]) == biotracer.OP_WRITE
         by_ino.setdefault(int(r["ino"]), set()).add(int(bio["hint"]))
         pages[int(r["ino"])] = pages.get(int(r["ino"]), 0) + int(r["pages"])
     assert by_ino[two_paths["log"]] == {2} and by_ino[two_paths["data"]] == {4}
@@ -521,7 +523,7 @@ def test_both_call_paths_are_the_pcs_of_their_data_pages(two_paths: dict[str, An
 @needs_bpf
 def test_record_block_on_an_aged_file_system(tmp_path: Path) -> None:
     out = tmp_path / "aged"
-    status, s = blockcapture.record_block(
+    status, s = compose.record_block(
         ["/bin/sh", "-c", "head -c 1048576 /dev/zero > f && sync"], out, 16384, age=Aging(0.7, 4, 1),
         mount_opts="nodiscard",
     )  # fmt: skip

@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import tracemeta
-from pcstream.record import biocapture, blockcapture, tracefs
-from pcstream.record.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
-from pcstream.record.tracefs import tracefs_to_blkparse
+from pcstream.groundtruth import biotracer, loopdev, tracefs
+from pcstream.groundtruth.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
+from pcstream.groundtruth.tracefs import tracefs_to_blkparse
 from support import ROOT, assert_user_error, invoke
 
 WORKLOAD = ROOT / "tools" / "fs_workload.py"
@@ -126,14 +126,14 @@ def test_meta_map_trims_overlaps_and_merges() -> None:
 
 
 def test_outputs_naming(tmp_path: Path) -> None:
-    d = blockcapture.Outputs.at(tmp_path / "run")
+    d = loopdev.Outputs.at(tmp_path / "run")
     assert (d.block.name, d.files.name, d.layout.name, d.text.name) == (
         "block.parquet", "files.parquet", "layout.json", "block.blkparse"
     )  # fmt: skip
-    f = blockcapture.Outputs.at(tmp_path / "x.parquet")
+    f = loopdev.Outputs.at(tmp_path / "x.parquet")
     assert (f.block.name, f.files.name, f.layout.name) == ("x.parquet", "x.files.parquet", "x.layout.json")
     f.layout.write_text("{}")
-    assert blockcapture.Outputs.layout_for(f.block) == f.layout
+    assert loopdev.Outputs.layout_for(f.block) == f.layout
 
 
 def test_not_root_is_one_line_and_status_77(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ def _can_capture() -> str | None:
         return "the record shim is not built"
     if not Path("/dev/loop-control").exists() or shutil.which("losetup") is None:
         return "no loop devices"
-    if any(shutil.which(t) is None for t in blockcapture.TOOLS):
+    if any(shutil.which(t) is None for t in loopdev.TOOLS):
         return "e2fsprogs / util-linux tools missing"
     try:
         tracefs.tracefs_root()
@@ -184,7 +184,7 @@ def _state() -> dict[str, Any]:
     loaders = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and (proc / "exe").resolve() == biocapture.BINARY:
+            if proc.name.isdigit() and (proc / "exe").resolve() == biotracer.BINARY:
                 loaders.append(proc.name)
         except OSError:
             continue
@@ -249,7 +249,7 @@ def test_validate_run_end_to_end(tmp_path: Path) -> None:
     assert r["targets_met"] == 3, r["rows"]
     assert r["lifetime_targets_met"] == r["lifetime_targets"], r["lifetimes"]
     layout = json.loads((out / "layout.json").read_text())
-    if biocapture.unavailable() is None:  # the BPF capture: PCs on the real data pages
+    if biotracer.unavailable() is None:  # the BPF capture: PCs on the real data pages
         assert layout["capture"] == "bpf" and layout["attribution"]["rate"] >= 0.95
         assert r["run"]["capture"] == "bpf" and r["run"]["attribution"]["rate"] >= 0.95
         assert r["lifetimes"] and all(row["real"]["pages"] > 0 for row in r["lifetimes"])
@@ -292,9 +292,9 @@ def test_tracefs_capture_on_an_aged_file_system(tmp_path: Path) -> None:
     script = "open('f', 'wb').write(b'z' * (1 << 20))"
     proc = subprocess.run(
         [sys.executable, "-c",
-         "import sys; from pathlib import Path; from pcstream.mapping import Aging; "
-         "from pcstream.record import blockcapture as b; "
-         f"s, r = b.record_block([sys.executable, '-c', {script!r}], Path({str(out)!r}), 16384, "
+         "import sys; from pathlib import Path; from pcstream.aging import Aging; "
+         "from pcstream.compose import record_block; from pcstream.groundtruth import loopdev as b; "
+         f"s, r = record_block([sys.executable, '-c', {script!r}], Path({str(out)!r}), 16384, "
          "age=Aging(0.6, 2, 0), capture_method='tracefs'); print(b.summary_line(b.Outputs.at(Path("
          f"{str(out)!r})), r))"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,

@@ -22,7 +22,8 @@ import pytest
 
 from pcstream import live
 from pcstream.cli import _common
-from pcstream.record import biocapture, blockcapture, filetrace
+from pcstream.groundtruth import biotracer, loopdev
+from pcstream.record import runner
 from support import ROOT, assert_user_error, run_module
 
 CC = shutil.which("cc") or shutil.which("gcc")
@@ -77,7 +78,7 @@ def test_streams_by_centroid_split_into_four_equal_groups(streams: int, levels: 
 
 
 def test_source_signature_round_trip() -> None:
-    src = live.record_source(["db_bench", "--num=5"], "unwind", 16, block=True)
+    src = runner.record_source(["db_bench", "--num=5"], "unwind", 16, block=True)
     assert live.source_signature(src + " | pcstream map") == {"method": "unwind", "frames": 16}
     assert live.source_signature("gen zipf") is None
 
@@ -156,7 +157,7 @@ def test_run_sets_each_files_hint_and_keeps_output_and_status(
     summary = json.loads(r.stderr.splitlines()[-1])
     assert summary["live"]["writes"] == 288 and summary["live"]["match_rate"] == 1.0
     # Nothing to warn about, but a checkout other users cannot reach (then the shim says so).
-    assert summary["warnings"] == [w for w in [filetrace.private_shim_warning(filetrace.shim_path())] if w]
+    assert summary["warnings"] == [w for w in [runner.private_shim_warning(runner.shim_path())] if w]
     assert inode_hint(tmp_path / "short.dat") == live.SHORT
     assert inode_hint(tmp_path / "long.dat") == live.MEDIUM
     assert not list(tmp_path.glob("*.bin")), "run records nothing"
@@ -285,9 +286,9 @@ def test_run_without_command_is_usage_error(tmp_path: Path, table: Path) -> None
 def _skip_reason() -> str | None:
     if os.geteuid() != 0:
         return "needs root (loop device, BPF)"
-    if not Path("/dev/loop-control").exists() or any(shutil.which(t) is None for t in blockcapture.TOOLS):
+    if not Path("/dev/loop-control").exists() or any(shutil.which(t) is None for t in loopdev.TOOLS):
         return "no loop devices or e2fsprogs"
-    return biocapture.unavailable()
+    return biotracer.unavailable()
 
 
 SKIP = _skip_reason()
@@ -363,7 +364,7 @@ def test_record_block_table_without_bpf_says_so(
     without root, the root error comes first."""
     from support import invoke
 
-    monkeypatch.setattr(biocapture, "unavailable", lambda: "the BPF capture is not built (test)")
+    monkeypatch.setattr(biotracer, "unavailable", lambda: "the BPF capture is not built (test)")
     r = invoke("record", "--block", "--table", table, "--ssd", "small", "-o", tmp_path / "o", "--", "true")
     if os.geteuid() != 0:
         assert r.status == _common.EXIT_NOT_ROOT and "needs root" in r.stderr

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import tracemeta
-from pcstream.record import elf, filetrace, runner
+from pcstream.record import elf, runner, shimrun
 from support import ROOT
 
 SHIM_SO = ROOT / "python" / "pcstream" / "_shim" / "pcshim.so"
@@ -78,12 +78,12 @@ def test_summary_prints_the_counters_that_are_not_zero_and_one_line_per_warning(
         "signatures": 3,
         "paths": 4,
     }
-    plain = filetrace.summary_line(Path("t.parquet"), base)
+    plain = shimrun.summary_line(Path("t.parquet"), base)
     assert plain == (
         "pcstream record: 9 records (7 writes, 700 bytes) from 2 processes, 3 signatures, 4 files "
         "-> t.parquet"
     )
-    full = filetrace.summary_line(
+    full = shimrun.summary_line(
         Path("t.parquet"),
         {**base, "symbolized": 5, "debug_files": 1,
          "recovered_bytes": 4096, "inline_stdio_bytes": 12, "unplaced_bytes": 5, "hint_events": 0,
@@ -174,15 +174,15 @@ def test_a_shim_other_users_cannot_reach_is_warned_about() -> None:
         shim.write_bytes(b"")
         shim.chmod(0o644)
         home.chmod(0o700)
-        warning = filetrace.private_shim_warning(shim)
+        warning = runner.private_shim_warning(shim)
         assert warning is not None and f"{home} is not searchable by other users" in warning
         assert f"chmod o+x {home}" in warning
         home.chmod(0o755)
         shim.chmod(0o600)
-        warning = filetrace.private_shim_warning(shim)
+        warning = runner.private_shim_warning(shim)
         assert warning is not None and f"{shim} is not readable by other users" in warning
         shim.chmod(0o644)
-        assert filetrace.private_shim_warning(shim) is None
+        assert runner.private_shim_warning(shim) is None
 
 
 def test_the_runner_says_which_signals_it_forwarded() -> None:
@@ -311,9 +311,9 @@ def test_static_executables_are_recognised(programs: dict[str, Path], tmp_path: 
     assert elf.is_static(sys.executable) is False
     assert elf.is_static(programs["script"]) is None and elf.is_static(tmp_path / "missing") is None
     assert elf.script_interpreter(programs["script"]) == str(programs["static"])
-    assert filetrace.static_warning(str(programs["dynamic"])) is None
-    assert "is statically linked" in (filetrace.static_warning(str(programs["static"])) or "")
-    assert "interpreter" in (filetrace.static_warning(str(programs["script"])) or "")
+    assert runner.static_warning(str(programs["dynamic"])) is None
+    assert "is statically linked" in (runner.static_warning(str(programs["static"])) or "")
+    assert "interpreter" in (runner.static_warning(str(programs["script"])) or "")
 
 
 @needs_shim
@@ -340,17 +340,17 @@ def test_a_static_program_is_run_with_a_warning(programs: dict[str, Path], tmp_p
 def test_stale_log_directories_of_dead_recordings_are_swept(tmp_path: Path) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()  # its pid now names no process
-    stale = tmp_path / f"{filetrace.LOGDIR_PREFIX}stale"
-    live = tmp_path / f"{filetrace.LOGDIR_PREFIX}live"
-    foreign = tmp_path / f"{filetrace.LOGDIR_PREFIX}foreign"
+    stale = tmp_path / f"{shimrun.LOGDIR_PREFIX}stale"
+    live = tmp_path / f"{shimrun.LOGDIR_PREFIX}live"
+    foreign = tmp_path / f"{shimrun.LOGDIR_PREFIX}foreign"
     for d, owner in ((stale, dead.pid), (live, os.getpid()), (foreign, None)):
         d.mkdir()
         (d / "1.1.bin").write_bytes(b"x" * 100)
         if owner is not None:
-            (d / filetrace.OWNER_FILE).write_text(f"{owner}\n")
+            (d / shimrun.OWNER_FILE).write_text(f"{owner}\n")
     hints = tmp_path / f"{stale.name}.hints"
     hints.write_text("")
-    assert filetrace.sweep_stale_logdirs(tmp_path) == [stale]
+    assert shimrun.sweep_stale_logdirs(tmp_path) == [stale]
     assert not stale.exists() and not hints.exists()
     assert live.is_dir() and foreign.is_dir()  # a running recording's, and one not ours to judge
 
@@ -362,14 +362,14 @@ def test_a_recording_killed_with_sigkill_leaves_nothing_after_the_next_one(tmp_p
         [*RECORD, "-o", str(tmp_path / "a.parquet"), "--", "sleep", "30"], env=env, start_new_session=True
     )
     deadline = time.monotonic() + 30
-    while not list(tmp_path.glob(f"{filetrace.LOGDIR_PREFIX}*/{filetrace.OWNER_FILE}")):
+    while not list(tmp_path.glob(f"{shimrun.LOGDIR_PREFIX}*/{shimrun.OWNER_FILE}")):
         assert time.monotonic() < deadline, "the recording made no log directory"
         time.sleep(0.05)
     os.killpg(rec.pid, signal.SIGKILL)  # no chance to clean up
     rec.wait()
-    assert list(tmp_path.glob(f"{filetrace.LOGDIR_PREFIX}*"))
+    assert list(tmp_path.glob(f"{shimrun.LOGDIR_PREFIX}*"))
     done = subprocess.run(
         [*RECORD, "-o", str(tmp_path / "b.parquet"), "--", "true"], env=env, capture_output=True
     )
     assert done.returncode == 0, done.stderr
-    assert not list(tmp_path.glob(f"{filetrace.LOGDIR_PREFIX}*"))
+    assert not list(tmp_path.glob(f"{shimrun.LOGDIR_PREFIX}*"))

@@ -1,6 +1,6 @@
 """RocksDB acceptance of pcstream record: db_bench (Debian rocksdb-tools) recorded with every PC
 method; WAL, flush SST, compaction SST, MANIFEST and other writes are told apart by their PC
-signature (byte-weighted purity, pcstream.record.purity). Acceptance: >= 95 % under auto.
+signature (byte-weighted purity, pcstream.report.purity). Acceptance: >= 95 % under auto.
 
 The db_bench runs take ~15 s per method; the four methods' runs go two at a time (each run
 is one db_bench process, mostly waiting on its own writes, and the runs share nothing).
@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import tracemeta
-from pcstream.record.purity import Purity, format_report, purity, rocksdb_classes, run_db_bench
+from pcstream.report.purity import Purity, format_report, purity, rocksdb_classes, run_db_bench
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the shim is Linux-only")
 

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import tracemeta
-from pcstream.record.purity import purity
+from pcstream.report.purity import purity
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the shim is Linux-only")
 

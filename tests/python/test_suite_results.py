@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pcstream import suite_results
+from pcstream.report import suite_results
 
 
 def row(trace: str, policy: str, waf: float, iops: float = 1000.0, **extra: object) -> dict:

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from pcstream import api, mapping
+from pcstream import api
+from pcstream.aging import Aging
 from pcstream.errors import Failure, Terminated
-from pcstream.record import filetrace, runner
+from pcstream.record import runner, shimrun
 from pcstream.units import parse_size
 from pcstream.workloads import bundle, fileops, packages, recording, tpcc_sqlite
 from pcstream.workloads.recipes import RECIPES, Recipe, deletes_files, files_matching
@@ -158,7 +159,7 @@ def test_the_suite_keeps_going_after_a_failure(tmp_path: Path, monkeypatch: pyte
         capacity_pages=parse_size("small"),
         modes=(("discard", ""), ("nodiscard", ".nodiscard")),
         say=said.append,
-        age=mapping.Aging(None),
+        age=Aging(None),
     )
     assert list(m["traces"]) == ["good", "good.nodiscard"]
     assert (
@@ -219,7 +220,7 @@ def test_sigterm_stops_the_suite_and_keeps_the_manifest_of_what_it_did(
     with pytest.raises(Terminated):
         bundle.record_suite(
             out, names=("first", "second", "third"), capacity_pages=parse_size("small"),
-            modes=(("discard", ""),), say=said.append, age=mapping.Aging(None),
+            modes=(("discard", ""),), say=said.append, age=Aging(None),
         )  # fmt: skip
     # The suite stopped at the signal: the third recipe never ran, and no failure was recorded
     # as if the suite had gone on; the first recipe's trace is in the manifest on disk.
@@ -239,7 +240,7 @@ def test_a_signal_during_a_recipes_program_stops_the_suite(
         monkeypatch.setattr(runner, "last_forwarded", (signal.SIGTERM,))
         return 128 + signal.SIGTERM, {}
 
-    monkeypatch.setattr(filetrace, "record", terminated)
+    monkeypatch.setattr(shimrun, "record", terminated)
     r = Recipe("cut", "a program stopped by SIGTERM", (), "sleep 60")
     with pytest.raises(Terminated):
         recording.run_recipe(r, tmp_path)
@@ -291,13 +292,13 @@ def test_the_suite_maps_its_kept_file_traces_again(tmp_path: Path, monkeypatch: 
     small = parse_size("small")
     first = bundle.record_suite(
         out, names=("good",), capacity_pages=small, modes=(("discard", ""),), keep_file_traces=True,
-        say=lambda _: None, age=mapping.Aging(None),
+        say=lambda _: None, age=Aging(None),
     )  # fmt: skip
     assert (out / "good.file.parquet").is_file()
     # Map again, aged and without discard: no recording, the record figures kept.
     again = bundle.record_suite(
         out, names=("good",), capacity_pages=small, modes=(("nodiscard", ".nodiscard"),), remap=True,
-        say=lambda _: None, age=mapping.Aging(0.5),
+        say=lambda _: None, age=Aging(0.5),
     )  # fmt: skip
     e = again["traces"]["good.nodiscard"]
     assert e["record"] == first["traces"]["good"]["record"] and e["mount_opts"] == "nodiscard"

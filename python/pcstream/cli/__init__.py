@@ -1,5 +1,9 @@
 """The ``pcstream`` command line: one module per verb, assembled here.
 
+The verbs are where the pipeline's stages (record, map, simulate, compare, report) are put
+together; the one library module that also composes stages is :mod:`pcstream.compose`
+(``record --block`` with live hints, used by ``record`` and ``validate --run``).
+
 :class:`PcstreamGroup` owns error handling for every verb: user errors (engine exceptions, click
 usage errors, missing files, Ctrl-C) become one ``pcstream: error: ...`` line on stderr and a fixed
 exit status (see :mod:`pcstream.cli._common`); anything else is a bug and keeps its traceback.

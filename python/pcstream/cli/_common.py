@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pcstream import diagnose, errors, options, units
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.errors import Kind, describe, one_line, require_file
 from pcstream.report.data import BASELINE
 

@@ -145,13 +145,7 @@ def command(
     one JSON object per line with --json. A failing run is reported once on stderr and the others
     still finish; the exit status is then 1.
     """
-    traces, ssd_list = _inputs(ctx, traces, ssds, ray_address, results_dir, report_dir)
-    prefill_given = ctx.get_parameter_source("prefill") is not click.core.ParameterSource.DEFAULT
-    if prefill_given and (aged := sweep.aged_traces(traces)):
-        raise click.UsageError(
-            f"{aged[0]} carries its own aged state ({tracemeta.aged_pages(aged[0]):,} pages); "
-            "drop --prefill (it would age the device a second time)"
-        )
+    traces, ssd_list, prefill_given = _checked(ctx, traces, ssds, results_dir, report_dir, ray_address)
     policies = sweep.select_policies(policy_spec)
     if not policies:
         raise click.UsageError("--policies is empty; give 'all' or names such as baseline,hotcold")
@@ -193,16 +187,17 @@ def command(
     ctx.exit(status)
 
 
-def _inputs(
+def _checked(
     ctx: click.Context,
     traces: tuple[str, ...],
     ssds: tuple[str, ...],
-    ray_address: str | None,
     results_dir: str | None,
     report_dir: str | None,
-) -> tuple[tuple[str, ...], list[str]]:
-    """The traces and SSD configs to compare, once the output directories are ready (checked
-    before the sweep, not after it)."""
+    ray_address: str | None,
+) -> tuple[tuple[str, ...], list[str], bool]:
+    """The arguments checked and completed before any run: the traces (default: the bundled
+    suite), the SSD configs without repeats, and whether --prefill was given; the output
+    directories made ready."""
     if ray_address and (ray_address.endswith(".parquet") or os.path.isfile(ray_address)):
         raise click.UsageError(
             f"--ray took {ray_address!r} as its ADDRESS; put --ray after the traces or write --ray=ADDRESS"
@@ -218,7 +213,14 @@ def _inputs(
     if report_dir is not None:
         require("--report")
         _prepare_dir(report_dir)
-    return traces, list(dict.fromkeys(ssds))
+    ssd_list = list(dict.fromkeys(ssds))
+    prefill_given = ctx.get_parameter_source("prefill") is not click.core.ParameterSource.DEFAULT
+    if prefill_given and (aged := sweep.aged_traces(traces)):
+        raise click.UsageError(
+            f"{aged[0]} carries its own aged state ({tracemeta.aged_pages(aged[0]):,} pages); "
+            "drop --prefill (it would age the device a second time)"
+        )
+    return traces, ssd_list, prefill_given
 
 
 def _prepare_dir(path: str) -> None:

@@ -75,29 +75,7 @@ def command(
     0.99, hot/cold 10/90, sequential, rocksdb-like mix) on the 'small' preset instead.
     """
     started = time.monotonic()
-    traces = [] if generated else sweep.bundled_traces(QUICK_TRACES if quick else None)
-    bundled = bool(traces)
-    if bundled:
-        ssd = SUITE_SSD
-        title = f"demo · bundled suite · ssd {ssd}"
-        click.echo(f"the bundled suite: {len(traces)} traces of real programs in {sweep.SUITE_DIR}", err=True)
-    else:
-        if not generated:
-            click.echo(
-                f"the bundled suite is missing ({sweep.SUITE_DIR}): using generated workloads", err=True
-            )
-        ssd = sweep.GENERATED_SSD
-        summary: dict[str, Any] = api.ssd_summary(ssd)
-        capacity = int(summary["logical_pages"])
-        writes = capacity * (1 if quick else 3)
-        click.echo(
-            f"generating {len(sweep.GENERATED)} workloads of {writes:,} page writes each for the '{ssd}' SSD "
-            f"({capacity:,} logical pages of 4 KiB) into {out_dir}/traces",
-            err=True,
-        )
-        traces = sweep.generate(out_dir, capacity, writes, SEED)
-        title = f"demo · ssd {ssd} · prefill {PREFILL} · {writes:,} writes"
-
+    traces, bundled, ssd, title = _workloads(out_dir, generated, quick)
     policies = api.policy_names()
     n_jobs = jobs or default_jobs()
     click.echo(f"comparing {len(policies)} policies on {len(traces)} traces with {n_jobs} job(s)", err=True)
@@ -131,3 +109,27 @@ def command(
     click.echo(f"traces:  {os.path.dirname(traces[0])}")
     click.echo(f"time:    {time.monotonic() - started:.1f} s")
     ctx.exit(report_failures(outcomes))
+
+
+def _workloads(out_dir: str, generated: bool, quick: bool) -> tuple[list[str], bool, str, str]:
+    """The traces to compare, whether they are the bundled suite, their SSD and the table's title:
+    the bundled suite when it is there and not --generated, else generated workloads (written
+    into DIR/traces)."""
+    traces = [] if generated else sweep.bundled_traces(QUICK_TRACES if quick else None)
+    if traces:
+        ssd = SUITE_SSD
+        click.echo(f"the bundled suite: {len(traces)} traces of real programs in {sweep.SUITE_DIR}", err=True)
+        return traces, True, ssd, f"demo · bundled suite · ssd {ssd}"
+    if not generated:
+        click.echo(f"the bundled suite is missing ({sweep.SUITE_DIR}): using generated workloads", err=True)
+    ssd = sweep.GENERATED_SSD
+    summary: dict[str, Any] = api.ssd_summary(ssd)
+    capacity = int(summary["logical_pages"])
+    writes = capacity * (1 if quick else 3)
+    click.echo(
+        f"generating {len(sweep.GENERATED)} workloads of {writes:,} page writes each for the '{ssd}' SSD "
+        f"({capacity:,} logical pages of 4 KiB) into {out_dir}/traces",
+        err=True,
+    )
+    traces = sweep.generate(out_dir, capacity, writes, SEED)
+    return traces, False, ssd, f"demo · ssd {ssd} · prefill {PREFILL} · {writes:,} writes"

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from pcstream import api, mapping
+from pcstream import api, mapstage
 from pcstream.cli._common import (
     epilog,
     field_options,
@@ -40,7 +40,9 @@ cold data and exclude from every figure."""
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(label, " / ".join(fmt(v) for v in values)) for label, values in mapping.summary_figures(summary)]
+    return [
+        (label, " / ".join(fmt(v) for v in values)) for label, values in mapstage.summary_figures(summary)
+    ]
 
 
 @click.command(

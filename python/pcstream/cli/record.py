@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 
-from pcstream import mapping
+from pcstream import compose
+from pcstream.aging import Aging
 from pcstream.cli._common import SIZE, epilog, field_options, pack_options, resolve_ssd
+from pcstream.groundtruth import loopdev
 from pcstream.options import BLOCK_CAPACITY, RecordOptions
-from pcstream.record import blockcapture, filetrace
+from pcstream.record import runner, shimrun
 
 BLOCK_DEFAULT_OUT = "record-block"
 
@@ -82,15 +84,15 @@ def command(output: str | None, opts: RecordOptions, as_json: bool, cmd: tuple[s
             raise click.UsageError("--keep-logs is not supported with --block")
         where = Path(output or BLOCK_DEFAULT_OUT)
         pages = opts.capacity if opts.capacity is not None else SIZE.convert(BLOCK_CAPACITY, None, None)
-        for early in filetrace.early_warnings(list(cmd), filetrace.shim_path()):
+        for early in runner.early_warnings(list(cmd), runner.shim_path()):
             warn(early)
-        age = mapping.Aging(opts.age, opts.age_seed, opts.age_churn) if opts.age is not None else None
-        status, summary = blockcapture.record_block(
+        age = Aging(opts.age, opts.age_seed, opts.age_churn) if opts.age is not None else None
+        status, summary = compose.record_block(
             list(cmd), where, pages, opts.method, opts.frames, opts.mount_opts, symbols=symbols,
             coalesce=opts.coalesce, symbol_dirs=dirs, age=age,
             table=Path(opts.table) if opts.table else None, ssd=resolve_ssd(opts.ssd),
         )  # fmt: skip
-        click.echo(blockcapture.summary_line(blockcapture.Outputs.at(where), summary), err=True)
+        click.echo(loopdev.summary_line(loopdev.Outputs.at(where), summary), err=True)
         if as_json:
             click.echo(json.dumps(summary, separators=(",", ":")))
         return status
@@ -99,7 +101,7 @@ def command(output: str | None, opts: RecordOptions, as_json: bool, cmd: tuple[s
     if opts.table is not None or as_json:
         raise click.UsageError("--table and --json need --block (live hints without recording: pcstream run)")
     out = Path(output or "trace.parquet")
-    status, summary = filetrace.record(
+    status, summary = shimrun.record(
         list(cmd),
         out,
         opts.method,
@@ -110,5 +112,5 @@ def command(output: str | None, opts: RecordOptions, as_json: bool, cmd: tuple[s
         symbol_dirs=dirs,
         say=warn,
     )
-    click.echo(filetrace.summary_line(out, summary), err=True)
+    click.echo(shimrun.summary_line(out, summary), err=True)
     return status

@@ -1,5 +1,5 @@
 """``pcstream validate``: compare the ext4 model's block trace with a real ext4's, for the same run
-(:mod:`pcstream.validation` computes; this verb captures on request and renders)."""
+(:mod:`pcstream.groundtruth.validation` computes; this verb captures on request and renders)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import click
 from rich.table import Table
 
-from pcstream import api, mapping, validation
+from pcstream import api, compose
+from pcstream.aging import Aging
 from pcstream.cli._common import (
     EXIT_FAILURE,
     EXIT_INPUT,
@@ -26,7 +27,7 @@ from pcstream.cli._common import (
     resolve_ssd,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.record import blockcapture
+from pcstream.groundtruth import loopdev, validation
 
 EXTRA = """\b
 Compared: bytes written, journal + metadata share of them (and each
@@ -193,7 +194,7 @@ def command(
     Example: pcstream validate --run --ssd small -o run1 -- python3 $PWD/tools/fs_workload.py
     """
     ssd = resolve_ssd(ssd)
-    aging = mapping.Aging(age, age_seed, age_churn) if age is not None else None
+    aging = Aging(age, age_seed, age_churn) if age is not None else None
     if aging is None and (age_seed or age_churn):
         raise click.UsageError("--age-seed and --age-churn need --age")
     if run_cmd:
@@ -201,11 +202,9 @@ def command(
             raise click.UsageError("--run needs a command: pcstream validate --run -- CMD [ARGS...]")
         where = Path(out or "validate-run")
         pages = capacity if capacity is not None else int(api.ssd_summary(ssd)["logical_pages"])
-        status, captured = blockcapture.record_block(
-            list(args), where, pages, mount_opts=mount_opts, age=aging
-        )
+        status, captured = compose.record_block(list(args), where, pages, mount_opts=mount_opts, age=aging)
         if not as_json:
-            click.echo(blockcapture.summary_line(blockcapture.Outputs.at(where), captured), err=True)
+            click.echo(loopdev.summary_line(loopdev.Outputs.at(where), captured), err=True)
         result = validation.validate_capture(args, where, status, captured, ssd, None, progress_bar)
     else:
         if len(args) != 2:

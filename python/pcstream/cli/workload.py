@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from pcstream import mapping
+from pcstream.aging import Aging
 from pcstream.cli._common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -20,7 +20,7 @@ from pcstream.cli._common import (
     stderr,
     stdout,
 )
-from pcstream.record import filetrace
+from pcstream.options import METHODS
 from pcstream.workloads import bundle, recording
 from pcstream.workloads.packages import missing_packages
 from pcstream.workloads.recipes import (
@@ -47,7 +47,7 @@ def suite(
     method: str,
     capacity: int | None,
     mount_opts: str | None,
-    age: mapping.Aging,
+    age: Aging,
     as_json: bool,
     only: tuple[str, ...] = bundle.SUITE,
     keep_file_traces: bool = False,
@@ -86,37 +86,6 @@ def suite(
     return EXIT_FAILURE if failed else EXIT_OK
 
 
-def suite_names(only: str | None) -> tuple[str, ...]:
-    """The recipes of the suite to record: all, or those ``--only`` names (a usage error naming
-    any that is not in the suite)."""
-    if only is None:
-        return bundle.SUITE
-    names = tuple(n.strip() for n in only.split(",") if n.strip())
-    unknown = [n for n in names if n not in bundle.SUITE]
-    if unknown or not names:
-        raise click.BadParameter(
-            f"{', '.join(unknown) or 'nothing'} is not in the suite ({', '.join(bundle.SUITE)})",
-            param_hint="--only",
-        )
-    return names
-
-
-def show(r: Recipe, output_dir: str) -> None:
-    """What recipe ``r`` runs and needs, and how to run it."""
-    out = stdout()
-    out.print(f"[bold]{r.name}[/bold]: {r.summary} (about {r.seconds} s on 2 cores)")
-    out.print(f"packages: {' '.join(p for p, _ in r.packages) or 'none'}"
-              f" (missing: {' '.join(missing_packages(r)) or 'none'})")  # fmt: skip
-    if r.setup:
-        out.print("set-up (not recorded):")
-        out.print(r.setup.strip(), markup=False, highlight=False)
-    out.print("script (run in the scratch directory):")
-    out.print(r.script.strip(), markup=False, highlight=False)
-    out.print("checks: " + ", ".join(c.__name__ for c in r.checks))
-    out.print(f"mapped for the '{r.ssd}' SSD preset, mount options: {r.mount_opts or 'defaults'}")
-    out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")
-
-
 def listing() -> Table:
     t = Table(title="workload recipes", title_justify="left")
     t.add_column("name", no_wrap=True)
@@ -135,7 +104,7 @@ def listing() -> Table:
 @click.option("--record", "do_record", is_flag=True, help="Run the recipe (default: show it).")
 @click.option("-o", "--output-dir", default="traces", show_default=True, metavar="DIR",
               help="Where NAME.file.parquet (file level) and NAME.parquet (block level) go.")  # fmt: skip
-@click.option("--method", type=click.Choice(filetrace.METHODS), default="auto", show_default=True,
+@click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
               help="Stack walk for the PC signatures (see 'pcstream record').")  # fmt: skip
 @click.option("--capacity", type=SIZE, default=None, metavar="SIZE",
               help=f"File-system size for the map to blocks: {SIZE_HELP}  [default: the logical "
@@ -181,9 +150,8 @@ def command(
     if name is None:
         stdout().print(listing())
         return EXIT_OK
-    aging = mapping.Aging(age, age_seed, age_churn)
+    aging = Aging(age, age_seed, age_churn)
     if name == "suite":
-        names = suite_names(only)
         return suite(
             do_record,
             Path(output_dir),
@@ -192,7 +160,7 @@ def command(
             mount_opts,
             aging,
             as_json,
-            names,
+            suite_names(only),
             keep_file_traces,
             remap,
         )
@@ -200,7 +168,7 @@ def command(
         raise click.UsageError("--only is for 'pcstream workload suite'")
     r = recording.recipe(name)
     if not do_record:
-        show(r, output_dir)
+        describe(r, output_dir)
         return EXIT_OK
     stderr().print(f"pcstream workload: recording {r.name} (about {r.seconds} s)...")
     result = recording.run_recipe(
@@ -231,3 +199,33 @@ def command(
                 f"{m['capacity_pages']:,}-page file system -> {result['block_trace']}"
             )
     return EXIT_OK
+
+
+def suite_names(only: str | None) -> tuple[str, ...]:
+    """The recipes of ``workload suite``: every one, or those ``--only`` names (all in the suite)."""
+    if only is None:
+        return bundle.SUITE
+    names = tuple(n.strip() for n in only.split(",") if n.strip())
+    unknown = [n for n in names if n not in bundle.SUITE]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"{', '.join(unknown) or 'nothing'} is not in the suite ({', '.join(bundle.SUITE)})",
+            param_hint="--only",
+        )
+    return names
+
+
+def describe(r: Recipe, output_dir: str) -> None:
+    """What ``workload NAME`` without --record prints: the recipe, its packages, script and checks."""
+    out = stdout()
+    out.print(f"[bold]{r.name}[/bold]: {r.summary} (about {r.seconds} s on 2 cores)")
+    out.print(f"packages: {' '.join(p for p, _ in r.packages) or 'none'}"
+              f" (missing: {' '.join(missing_packages(r)) or 'none'})")  # fmt: skip
+    if r.setup:
+        out.print("set-up (not recorded):")
+        out.print(r.setup.strip(), markup=False, highlight=False)
+    out.print("script (run in the scratch directory):")
+    out.print(r.script.strip(), markup=False, highlight=False)
+    out.print("checks: " + ", ".join(c.__name__ for c in r.checks))
+    out.print(f"mapped for the '{r.ssd}' SSD preset, mount options: {r.mount_opts or 'defaults'}")
+    out.print(f"run it: pcstream workload {r.name} --record -o {output_dir}")

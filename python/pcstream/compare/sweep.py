@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pcstream import api, tracemeta
-from pcstream.compare.jobs import Job, Outcome, run_jobs, run_jobs_ray
+from pcstream.compare.jobs import run_jobs, run_jobs_ray
+from pcstream.compare.outcome import Job, Outcome
 from pcstream.errors import prepare_output
 from pcstream.options import SimOptions
 

@@ -1,5 +1,8 @@
-"""Run the recorded command the way a shell runs a job, so that ``pcstream record`` can stop it and
-still write its trace.
+"""Run a command under the shim: first the shim's path, the command's checks and the warnings due
+before it starts (:func:`shim_path`, :func:`early_warnings`), and the ``pcstream.source`` of its
+trace (:func:`record_source`), shared by ``pcstream record``, ``record --block`` and
+``pcstream run``; then the run itself, the way a shell runs a job, so that ``pcstream record`` can
+stop it and still write its trace.
 
 The command starts in a process group of its own. SIGTERM, SIGINT and SIGHUP sent to
 ``pcstream record`` are forwarded to that whole group (the program and every descendant that
@@ -17,11 +20,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from pcstream.errors import Failure, ProgramNotFound, ProgramNotRunnable, UsageError
+from pcstream.record import elf
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # After a forwarded signal ended the program: how long the rest of its group may take to end.
@@ -48,10 +56,10 @@ def group_members(pgid: int) -> list[int]:
         if not name.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{name}/stat").read_text()
+            text = Path(f"/proc/{name}/stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2 :].split()
+        fields = text[text.rfind(")") + 2 :].split()
         if len(fields) >= 3 and fields[0] != "Z" and fields[2] == str(pgid):
             members.append(int(name))
     return members
@@ -164,3 +172,86 @@ def run(cmd: list[str], env: Mapping[str, str] | None = None, cwd: Path | None =
                 proc.wait()
             last_forwarded = tuple(forwarded)
     return exit_status(status)
+
+
+# --------------------------------------------------------------------------- before the run
+# What every run under the shim needs first (``pcstream record``, ``record --block``,
+# ``pcstream run``): the shim itself, the program, and the warnings due before it starts.
+
+
+def shim_path() -> Path:
+    """The built shim; a one-line error if it is missing."""
+    path = Path(__file__).resolve().parents[1] / "_shim" / "pcshim.so"
+    if not path.is_file():
+        raise Failure(f"{path}: the record shim is not built; run 'make install' (or 'make shim')")
+    return path
+
+
+def check_command(cmd: list[str]) -> str:
+    """The program ``cmd`` runs (resolved on PATH); a one-line error when there is none."""
+    if not cmd:
+        raise UsageError("no command to record; usage: pcstream record [OPTIONS] -- CMD [ARGS...]")
+    prog = cmd[0]
+    if "/" in prog and os.path.exists(prog) and (os.path.isdir(prog) or not os.access(prog, os.X_OK)):
+        # As shells do: found but not executable is 126, not found 127.
+        why = "permission denied (not an executable file); check its mode"
+        raise ProgramNotRunnable(f"{prog}: {why}")
+    found = shutil.which(prog) if "/" not in prog else prog
+    if not found or not os.path.exists(found):
+        raise ProgramNotFound(f"{prog}: command not found; check it and PATH")
+    return found
+
+
+def static_warning(program: str) -> str | None:
+    """A warning when ``program`` (or the interpreter of a ``#!`` script) is a statically linked
+    ELF executable: the dynamic linker never runs, so LD_PRELOAD and the shim do not apply."""
+    target = program
+    if elf.is_static(target) is None:
+        interpreter = elf.script_interpreter(target)
+        if interpreter is None:
+            return None
+        target = interpreter if "/" in interpreter else (shutil.which(interpreter) or interpreter)
+    if not elf.is_static(target):
+        return None
+    what = program if target == program else f"{program} (interpreter {target})"
+    return (
+        f"{what} is statically linked: LD_PRELOAD does not apply, so its writes cannot be recorded "
+        "(dynamically linked programs it starts still are)"
+    )
+
+
+def private_shim_warning(shim: Path) -> str | None:
+    """As root, a warning when other users cannot load ``shim`` (a directory on its path they
+    cannot search, or the file they cannot read): a program that drops root privileges (runuser,
+    su, a server that switches to its own user) then runs without the preload, and the dynamic
+    linker says nothing about it."""
+    if os.geteuid() != 0:
+        return None
+    for p in [shim, *shim.parents]:
+        is_file = p == shim
+        if not p.stat().st_mode & (stat.S_IROTH if is_file else stat.S_IXOTH):
+            what, bit = ("readable", "r") if is_file else ("searchable", "x")
+            return (
+                f"{p} is not {what} by other users: a program that drops root privileges (runuser, "
+                f"su, a server's own user) runs without the shim {shim}, silently; 'chmod o+{bit} {p}' "
+                "or a checkout other users can reach fixes it"
+            )
+    return None
+
+
+def early_warnings(cmd: list[str], shim: Path) -> list[str]:
+    """What to say before ``cmd`` runs under ``shim``: a statically linked program (the shim does
+    not apply) and, as root, a shim other users cannot reach (see the two checks)."""
+    return [w for w in (static_warning(check_command(cmd)), private_shim_warning(shim)) if w]
+
+
+# The first words of a recorded trace's ``pcstream.source``: :func:`pcstream.live.source_signature`
+# reads the signature method back after them.
+SOURCE_VERB = "pcstream record"
+SOURCE_VERB_BLOCK = "pcstream record --block"
+
+
+def record_source(cmd: list[str], method: str, frames: int, block: bool = False) -> str:
+    """The ``pcstream.source`` of a recorded trace (read back by :func:`pcstream.live.source_signature`)."""
+    verb = SOURCE_VERB_BLOCK if block else SOURCE_VERB
+    return f"{verb} --method {method} --frames {frames} -- " + " ".join(cmd)

@@ -11,6 +11,10 @@
 
 Modules: :mod:`.data` computes, :mod:`.figures` draws, :mod:`.html` lays out, :mod:`.results`
 writes the data files, :mod:`.build` puts them together.
+
+Two reports run as scripts: :mod:`.suite_results` writes docs/RESULTS.md from a suite comparison
+(``make results``), :mod:`.purity` measures how well PC signatures predict what a write is
+(RocksDB ground truth; ``make purity``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import ModuleType
 
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.errors import UsageError
 from pcstream.report.data import RunInfo, sweep
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pcstream import diagnose
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.report.data import discard_mode
 
 BASELINE = "baseline"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pcstream import diagnose
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.report import figures, html
 from pcstream.report.data import RunInfo, Sweep, discard_mode, modes, pc_tables, sweep, trace_labels
 from pcstream.report.results import JSONL, PARQUET, write_results
@@ -105,7 +105,25 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
         failed = html.Section("failures", f"Failures ({len(data.failures())})")
         failed.body.append(html.failures_list(data.failures(), labels))
         sections.append(failed)
+    sections.append(results_section(data))
+    # The figures are named in page order (names() makes them unique in the order it is asked).
+    sections += ssd_sections(data, fig_dir, names)
+    sections += trace_sections(data, labels, fig_dir, names)
+    sections.append(pc_streams_section(data, labels))
 
+    lead = (
+        f"{len(data.traces)} workload(s) × {len(data.ssds)} SSD config(s) × {len(data.policies)} "
+        f"policies: {ok} of {len(data.rows)} runs succeeded."
+    )
+    text = html.page("pcstream compare report", lead, sections)
+    index = os.path.join(out_dir, INDEX)
+    with open(index, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return index
+
+
+def results_section(data: Sweep) -> html.Section:
+    """The table of every run, with what its columns mean and links to the data files."""
     table = html.Section("results", "Results")
     if data.has_baseline:
         explained = (
@@ -123,8 +141,11 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
         f'<code>compare --json</code> prints it) and <a href="{PARQUET}">{PARQUET}</a> '
         "(one row per run).</p>"
     )
-    sections.append(table)
+    return table
 
+
+def ssd_sections(data: Sweep, fig_dir: str, names: _Names) -> list[html.Section]:
+    """The figures drawn per SSD: WAF, IOPS (or why there is none) and the stream-0 share."""
     waf = html.Section("waf", "WAF")
     iops = html.Section("iops", "IOPS")
     stream0 = html.Section("stream0", "Stream-0 share")
@@ -143,14 +164,18 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
             figures.stream0(data, ssd, fig_dir, names("stream0", ssd)),
             f"Share of host pages written to stream 0 (the default stream), ssd {ssd}",
         )
-    sections.append(waf)
+    sections = [waf]
     if iops.body:
         sections.append(iops)
     elif not data.timing:
         iops.body.append('<p class="note">Run without timing (--no-timing): no IOPS.</p>')
         sections.append(iops)
     sections.append(stream0)
+    return sections
 
+
+def trace_sections(data: Sweep, labels: dict[str, str], fig_dir: str, names: _Names) -> list[html.Section]:
+    """The figures drawn per trace and SSD: per-stream lifetimes and latency CDFs."""
     life = html.Section("lifetimes", "Lifetimes per stream")
     life.body.append(
         '<p class="note">Lifetime of a page = host pages written between its write and its '
@@ -169,11 +194,13 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
                 figures.latency_cdf(data, trace, ssd, fig_dir, names("latency", label, ssd)),
                 f"Request latency CDF on {label}, ssd {ssd}",
             )
-    sections.append(life)
     if not cdf.body:
         cdf.body.append('<p class="note">No latency CDFs: the runs modelled no timing.</p>')
-    sections.append(cdf)
+    return [life, cdf]
 
+
+def pc_streams_section(data: Sweep, labels: dict[str, str]) -> html.Section:
+    """The PC table of each PCStream run: which program contexts ended in which stream."""
     pcs = html.Section("pc-streams", "PC streams")
     tables = pc_tables(data)
     if tables:
@@ -189,17 +216,7 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
         pcs.body += [html.pc_table(t, labels) for t in tables]
     else:
         pcs.body.append('<p class="note">No run of pcstream or pcstream-star succeeded: no PC table.</p>')
-    sections.append(pcs)
-
-    lead = (
-        f"{len(data.traces)} workload(s) × {len(data.ssds)} SSD config(s) × {len(data.policies)} "
-        f"policies: {ok} of {len(data.rows)} runs succeeded."
-    )
-    text = html.page("pcstream compare report", lead, sections)
-    index = os.path.join(out_dir, INDEX)
-    with open(index, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return index
+    return pcs
 
 
 def answer_section(data: Sweep, fig_dir: str, names: _Names) -> html.Section:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pcstream import pclabels
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 
 BASELINE = "baseline"
 

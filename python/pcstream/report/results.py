@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pcstream.compare.jobs import Outcome
+from pcstream.compare.outcome import Outcome
 from pcstream.outputs import atomic_path, atomic_write
 from pcstream.report.data import Row, Sweep
 

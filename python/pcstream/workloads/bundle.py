@@ -20,7 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pcstream import api, mapping
+from pcstream import api
+from pcstream.aging import Aging
 from pcstream.errors import Failure, Kind, Terminated, describe
 from pcstream.outputs import atomic_write
 from pcstream.workloads import recording
@@ -57,7 +58,7 @@ MANIFEST = "manifest.json"
 # What the bundle may weigh in all (bytes).
 BUDGET = 40 * 10**6
 # The suite's aged file system (see recipes.SUITE_AGE_SHARE).
-SUITE_AGING = mapping.Aging(SUITE_AGE_SHARE, 0, SUITE_AGE_CHURN)
+SUITE_AGING = Aging(SUITE_AGE_SHARE, 0, SUITE_AGE_CHURN)
 
 
 def environment() -> dict[str, Any]:
@@ -80,7 +81,7 @@ def sha256(path: Path) -> str:
 
 
 def entry(r: Recipe, result: dict[str, Any], block: Path, mount_opts: str, map_summary: dict[str, Any],
-          method: str, age: mapping.Aging) -> dict[str, Any]:  # fmt: skip
+          method: str, age: Aging) -> dict[str, Any]:  # fmt: skip
     return {
         "workload": r.name,
         "summary": r.summary,
@@ -148,7 +149,7 @@ def record_suite(
     keep_file_traces: bool = False,
     say: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapping.Aging = SUITE_AGING,
+    age: Aging = SUITE_AGING,
     remap: bool = False,
 ) -> dict[str, Any]:
     """Record ``names`` into ``out_dir`` and map each, once per ``(mount options, suffix)`` of
@@ -162,13 +163,7 @@ def record_suite(
     assert modes, "at least one discard mode"
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir)
-    # Failures of recipes not run this time stay listed (`--only` re-runs some); a recipe run
-    # again is listed only if it fails again.
-    failed: dict[str, str] = {
-        stem: why
-        for stem, why in manifest.get("failed", {}).items()
-        if not any(stem == n or stem.startswith(n + ".") for n in names)
-    }
+    failed = kept_failures(manifest, names)
     for i, name in enumerate(names, 1):
         r = RECIPES[name]
         head = f"[{i}/{len(names)}] {name}"
@@ -219,9 +214,24 @@ def record_suite(
         # traces it did replace.
         save_manifest(out_dir, manifest, failed)
     save_manifest(out_dir, manifest, failed)
+    warn_budget(manifest, say)
+    return manifest
+
+
+def kept_failures(manifest: dict[str, Any], names: tuple[str, ...]) -> dict[str, str]:
+    """The failures of the manifest that stay listed: those of recipes not run this time
+    (``--only`` re-runs some); a recipe run again is listed only if it fails again."""
+    return {
+        stem: why
+        for stem, why in manifest.get("failed", {}).items()
+        if not any(stem == n or stem.startswith(n + ".") for n in names)
+    }
+
+
+def warn_budget(manifest: dict[str, Any], say: Callable[[str], None]) -> None:
+    """Say so when the bundle weighs more than :data:`BUDGET`."""
     if manifest["total_bytes"] > BUDGET:
         say(
             f"warning: the bundle weighs {manifest['total_bytes'] / 1e6:.1f} MB, above the "
             f"{BUDGET / 1e6:.0f} MB budget: shorten the largest recipes"
         )
-    return manifest

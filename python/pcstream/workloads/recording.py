@@ -13,9 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pcstream import api, mapping, tracemeta
+from pcstream import api, mapstage, tracemeta
+from pcstream.aging import Aging
 from pcstream.errors import Failure, Terminated, UsageError, prepare_output
-from pcstream.record import filetrace, runner
+from pcstream.record import runner, shimrun
 from pcstream.units import parse_size
 from pcstream.workloads.packages import ensure_packages
 from pcstream.workloads.recipes import RECIPES, Recipe
@@ -76,7 +77,7 @@ def map_recipe(
     capacity_pages: int | None = None,
     mount_opts: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapping.Aging | None = None,
+    age: Aging | None = None,
 ) -> dict[str, Any]:
     """Map ``r``'s file-level trace into ``block_trace`` for the SSD preset the recipe is sized for
     (its logical pages, the recipe's mount options), unless a capacity or options are given;
@@ -85,7 +86,7 @@ def map_recipe(
     opts = r.mount_opts if mount_opts is None else mount_opts
     prepare_output(str(block_trace), [str(file_trace)])
     with bar(f"map {r.name}", "events") as progress:
-        return mapping.map_trace(str(file_trace), str(block_trace), pages, opts, progress=progress, age=age)
+        return mapstage.map_trace(str(file_trace), str(block_trace), pages, opts, progress=progress, age=age)
 
 
 def run_recipe(
@@ -97,7 +98,7 @@ def run_recipe(
     capacity_pages: int | None = None,
     mount_opts: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapping.Aging | None = None,
+    age: Aging | None = None,
 ) -> dict[str, Any]:
     """Record recipe ``r`` into ``out_dir/NAME.file.parquet``; check it; with ``map_blocks`` map
     it into ``out_dir/NAME.parquet`` (see :func:`map_recipe`). Returns the summary."""
@@ -119,7 +120,7 @@ def run_recipe(
     t0 = time.monotonic()
     try:
         # Stdio-heavy programs (cc1, shells) write a few bytes at a time: fold those runs.
-        status, summary = filetrace.record(["bash", "-c", script], file_trace, method=method, coalesce=True)
+        status, summary = shimrun.record(["bash", "-c", script], file_trace, method=method, coalesce=True)
     finally:
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)

@@ -11,33 +11,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcstream import api, live
-from pcstream.errors import (
-    BadParameter,
-    Failure,
-    InputError,
-    ProgramNotFound,
-    ProgramNotRunnable,
-    UsageError,
-    check_output,
-)
+from pcstream import api
+from pcstream.errors import BadParameter, InputError, check_output
 from pcstream.options import MAX_FRAMES, METHODS
-from pcstream.record import elf, runner
+from pcstream.record import runner
 from pcstream.record.symbols import symbolize_or_warn
-
-
-def shim_path() -> Path:
-    """The built shim; a one-line error if it is missing."""
-    path = Path(__file__).resolve().parents[1] / "_shim" / "pcshim.so"
-    if not path.is_file():
-        raise Failure(f"{path}: the record shim is not built; run 'make install' (or 'make shim')")
-    return path
 
 
 def _check_output(out: Path) -> None:
@@ -58,64 +41,6 @@ def _check_output(out: Path) -> None:
         raise InputError(out, f"{out}: cannot create a file there ({why}); pick another path") from None
 
 
-def check_command(cmd: list[str]) -> str:
-    """The program ``cmd`` runs (resolved on PATH); a one-line error when there is none."""
-    if not cmd:
-        raise UsageError("no command to record; usage: pcstream record [OPTIONS] -- CMD [ARGS...]")
-    prog = cmd[0]
-    if "/" in prog and os.path.exists(prog) and (os.path.isdir(prog) or not os.access(prog, os.X_OK)):
-        # As shells do: found but not executable is 126, not found 127.
-        why = "permission denied (not an executable file); check its mode"
-        raise ProgramNotRunnable(f"{prog}: {why}")
-    found = shutil.which(prog) if "/" not in prog else prog
-    if not found or not os.path.exists(found):
-        raise ProgramNotFound(f"{prog}: command not found; check it and PATH")
-    return found
-
-
-def static_warning(program: str) -> str | None:
-    """A warning when ``program`` (or the interpreter of a ``#!`` script) is a statically linked
-    ELF executable: the dynamic linker never runs, so LD_PRELOAD and the shim do not apply."""
-    target = program
-    if elf.is_static(target) is None:
-        interpreter = elf.script_interpreter(target)
-        if interpreter is None:
-            return None
-        target = interpreter if "/" in interpreter else (shutil.which(interpreter) or interpreter)
-    if not elf.is_static(target):
-        return None
-    what = program if target == program else f"{program} (interpreter {target})"
-    return (
-        f"{what} is statically linked: LD_PRELOAD does not apply, so its writes cannot be recorded "
-        "(dynamically linked programs it starts still are)"
-    )
-
-
-def private_shim_warning(shim: Path) -> str | None:
-    """As root, a warning when other users cannot load ``shim`` (a directory on its path they
-    cannot search, or the file they cannot read): a program that drops root privileges (runuser,
-    su, a server that switches to its own user) then runs without the preload, and the dynamic
-    linker says nothing about it."""
-    if os.geteuid() != 0:
-        return None
-    for p in [shim, *shim.parents]:
-        is_file = p == shim
-        if not p.stat().st_mode & (stat.S_IROTH if is_file else stat.S_IXOTH):
-            what, bit = ("readable", "r") if is_file else ("searchable", "x")
-            return (
-                f"{p} is not {what} by other users: a program that drops root privileges (runuser, "
-                f"su, a server's own user) runs without the shim {shim}, silently; 'chmod o+{bit} {p}' "
-                "or a checkout other users can reach fixes it"
-            )
-    return None
-
-
-def early_warnings(cmd: list[str], shim: Path) -> list[str]:
-    """What to say before ``cmd`` runs under ``shim``: a statically linked program (the shim does
-    not apply) and, as root, a shim other users cannot reach (see the two checks)."""
-    return [w for w in (static_warning(check_command(cmd)), private_shim_warning(shim)) if w]
-
-
 def run_under_shim(
     cmd: list[str],
     logdir: Path,
@@ -130,7 +55,7 @@ def run_under_shim(
     (:mod:`.runner`); return its exit status (128+N if signal N ended it). ``env``: the
     environment to start from (default: ours)."""
     env = dict(os.environ if env is None else env)
-    so = str(shim or shim_path())
+    so = str(shim or runner.shim_path())
     env["LD_PRELOAD"] = so + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["PCSHIM_DIR"] = str(logdir.resolve())
     env["PCSHIM_METHOD"] = method
@@ -167,9 +92,9 @@ def record(
         raise BadParameter("method", method, f"{{param}} {{value}}: unknown; use one of {', '.join(METHODS)}")
     if not 1 <= frames <= MAX_FRAMES:
         raise BadParameter("frames", frames, f"{{param}} {{value}}: out of range; use 1..{MAX_FRAMES}")
-    shim = shim_path()
+    shim = runner.shim_path()
     _check_output(out)
-    early = early_warnings(cmd, shim)
+    early = runner.early_warnings(cmd, shim)
     for warning in early:
         if say is not None:
             say(warning)
@@ -180,7 +105,7 @@ def record(
         logdir = new_logdir()
     try:
         status = run_under_shim(cmd, logdir, method, frames, shim)
-        summary = convert(logdir, out, live.record_source(cmd, method, frames), coalesce)
+        summary = convert(logdir, out, runner.record_source(cmd, method, frames), coalesce)
         summary["warnings"] = early + list(summary.get("warnings", []))
         if symbols and summary.get("signatures"):
             symbolize_or_warn(out, summary, symbol_dirs)

@@ -6,7 +6,7 @@ Per bio it gives what the tracefs capture (:mod:`.tracefs`) gives — time, oper
 sector, bytes, the submitting process — plus the bio's write-life hint and, for writes, the file
 pages it carries: runs of (inode, page index in the file, first page in the bio, pages). The
 time is ``bpf_ktime_get_ns``, CLOCK_MONOTONIC, the clock of the record shim, so a bio's pages can
-be joined with the shim's writes of the same run (:mod:`.biotrace`).
+be joined with the shim's writes of the same run (:mod:`.bio_to_blocktrace`).
 
 The file (``bpf/pcbio.h``): 64-byte little-endian records, the first byte the kind — a header,
 then bios, each followed by the runs of its pages (a run names its bio by index), then an end

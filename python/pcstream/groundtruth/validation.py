@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from pcstream import api, mapping, pclabels, tracemeta
+from pcstream import api, mapstage, pclabels, tracemeta
+from pcstream.aging import Aging
 from pcstream.errors import Failure, InputError, require_file
+from pcstream.groundtruth import loopdev
 from pcstream.options import SimOptions
-from pcstream.record import blockcapture
 from pcstream.units import PAGE_BYTES
 
 POLICIES = ("baseline", "oracle")
@@ -306,7 +307,7 @@ def validate(
     mount_opts: str | None = None,
     model_out: str | None = None,
     bar: api.ProgressBar = api.no_progress_bar,
-    age: mapping.Aging | None = None,
+    age: Aging | None = None,
 ) -> dict[str, Any]:
     """Map ``file_trace`` like the real run and compare with ``real_trace``; the result object
     (rows and their targets met, per-PC lifetimes and theirs, both sets of figures, the map
@@ -315,10 +316,10 @@ def validate(
     require_file(file_trace, "file-level trace")
     require_file(real_trace, "block trace")
     layout: dict[str, Any] = {}
-    lp = Path(layout_path) if layout_path else blockcapture.Outputs.layout_for(Path(real_trace))
+    lp = Path(layout_path) if layout_path else loopdev.Outputs.layout_for(Path(real_trace))
     if lp is not None:
         require_file(str(lp), "layout file")
-        layout = blockcapture.load_layout(lp)
+        layout = loopdev.load_layout(lp)
     real_info = api.info(real_trace)
     capacity = int(real_info["capacity_pages"])
     logical = int(api.ssd_summary(ssd)["logical_pages"])
@@ -336,11 +337,11 @@ def validate(
     device = layout.get("fs_dev")
     if age is None and layout.get("aged"):
         a = layout["aged"]
-        age = mapping.Aging(float(a["share"]), int(a.get("seed", 0)), int(a.get("churn", 0)))
+        age = Aging(float(a["share"]), int(a.get("seed", 0)), int(a.get("churn", 0)))
     with tempfile.TemporaryDirectory(prefix="pcstream-validate-") as tmp:
         out = model_out or str(Path(tmp) / "model.parquet")
         with bar("map (model)", "events") as progress:
-            summary = mapping.map_trace(file_trace, out, capacity, opts, device, progress=progress, age=age)
+            summary = mapstage.map_trace(file_trace, out, capacity, opts, device, progress=progress, age=age)
         model_tf = trace_figures(out)
         model_aged = tracemeta.aged_pages(out)
         model = figures(model_tf, simulate(out, ssd))
@@ -390,7 +391,7 @@ def validate_capture(
     and aging."""
     if status != 0:
         raise Failure(f"{cmd[0]}: exited with status {status}; nothing compared")
-    outputs = blockcapture.Outputs.at(where)
+    outputs = loopdev.Outputs.at(where)
     model_out = str(where / "model.parquet") if outputs.block.parent == where else None
     result = validate(
         str(outputs.files), str(outputs.block), ssd, str(outputs.layout), mount_opts, model_out, bar

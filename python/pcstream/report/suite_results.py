@@ -2,7 +2,7 @@
 claim does not hold where it does not (from the runs' own per-stream figures), and WAF and IOPS
 of every workload × policy normalised to baseline.
 
-Run: ``python -m pcstream.suite_results RESULTS.jsonl [--traces DIR] [--ssd NAME] -o docs/RESULTS.md``
+Run: ``python -m pcstream.report.suite_results RESULTS.jsonl [--traces DIR] [--ssd NAME] -o docs/RESULTS.md``
 (``make results`` runs the comparison first). ``RESULTS.jsonl`` is what
 ``pcstream compare --results DIR`` writes. The persistent PC-table claim is measured here: the
 GCC traces are simulated twice with ``pcstream`` and ``--table``, the second run starting from
@@ -460,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
             f"error: {a.results}: no such file; run 'pcstream compare --results DIR' first", file=sys.stderr
         )
         return 2
-    source = "python -m pcstream.suite_results " + " ".join(argv if argv is not None else sys.argv[1:])
+    source = "python -m pcstream.report.suite_results " + " ".join(argv if argv is not None else sys.argv[1:])
     text = render(load(a.results), a.traces, a.ssd, source)
     a.output.write_text(text)
     print(f"wrote {a.output}")

@@ -7,22 +7,11 @@ and its mount options are described in docs/FSMODEL.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pcstream import api
+from pcstream.aging import Aging
 from pcstream.options import MapOptions
-
-
-@dataclass(frozen=True)
-class Aging:
-    """How to age the file system before the trace: fill it with seeded cold files to ``share``
-    of its blocks (None: a fresh file system), after ``churn`` create/delete rounds."""
-
-    share: float | None
-    seed: int = 0
-    churn: int = 0
-
 
 # (label, keys) of the summary figures in display order; a key "a.b" is field b of object a, and
 # a row with two keys shows both ("x / y").

@@ -12,8 +12,8 @@ give job -> kind; an SST without a creation event is a compaction output abandon
 counts as compaction), ``manifest`` (``MANIFEST-*``) and ``other`` (``LOG``, ``OPTIONS-*``,
 ``CURRENT``, ``IDENTITY``, temporary files).
 
-``python -m pcstream.record.purity TRACE DBDIR`` prints the report of a recorded RocksDB run;
-``python -m pcstream.record.purity --run [--methods auto,fp,unwind,scan]`` records db_bench itself
+``python -m pcstream.report.purity TRACE DBDIR`` prints the report of a recorded RocksDB run;
+``python -m pcstream.report.purity --run [--methods auto,fp,unwind,scan]`` records db_bench itself
 (rocksdb-tools) once per method and prints one line per method (docs/RECORD.md, "Purity").
 """
 
@@ -204,7 +204,7 @@ def run_db_bench(method: str, workdir: Path, extra: Iterable[str] = (), frames: 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m pcstream.record.purity", description=__doc__.split("\n\n")[0]
+        prog="python -m pcstream.report.purity", description=__doc__.split("\n\n")[0]
     )
     ap.add_argument("trace", nargs="?", type=Path, help="file-level trace of a RocksDB run")
     ap.add_argument("db", nargs="?", type=Path, help="the RocksDB directory of that run (its LOG files)")

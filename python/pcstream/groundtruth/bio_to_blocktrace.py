@@ -1,4 +1,4 @@
-"""The real block trace of ``record --block`` from the bio capture (:mod:`.biocapture`), with the
+"""The real block trace of ``record --block`` from the bio capture (:mod:`.biotracer`), with the
 program context of every data page.
 
 Each bio becomes rows as the blkparse importer makes them (a write with a preflush is a cache
@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from pcstream import tracemeta
 from pcstream.errors import Failure
-from pcstream.record import biocapture as bc
+from pcstream.groundtruth import biotracer as bc
 from pcstream.units import PAGE_BYTES
 
 LATE_NS = 1_000_000

@@ -13,11 +13,12 @@ The run, all as root:
    as in the model;
 2. the bios of that loop device are captured from the ``block:block_bio_queue`` tracepoint —
    the bios the file system submits, before merging — by the BPF program of ``bpf/``
-   (:mod:`.biocapture`: also each bio's write-life hint and the file pages it carries), or, where
+   (:mod:`.biotracer`: also each bio's write-life hint and the file pages it carries), or, where
    BPF cannot run (no BTF, not built, the load refused), by a private tracefs instance
    (:mod:`.tracefs`: no hints, no file pages); ``PCSTREAM_BLOCK_CAPTURE=bpf|tracefs`` forces one;
 3. the program runs under the record shim with the mount point as its working directory (the
-   same run yields the file-level trace), then ``sync``, the list of its files and directories,
+   same run yields the file-level trace; the caller, :mod:`pcstream.compose`, gives the run and
+   the conversion), then ``sync``, the list of its files and directories,
    ``umount`` (its journal checkpoint and superblock writes are captured too);
 4. the layout of the image is read back (``dumpe2fs``: superblocks, group descriptors, bitmaps,
    inode tables; ``debugfs``: the journal's extents, the blocks of every directory and the
@@ -26,7 +27,7 @@ The run, all as root:
 5. the events become the block trace with that map, so its ``meta`` column says journal (1),
    inode table (2), directory (3), bitmap / group descriptor (4) or superblock / extent tree (5),
    and data (0) elsewhere; ``pcstream.capacity_pages`` is the image size. From the BPF capture
-   (:mod:`.biotrace`) every data page also gets the ``pc`` and ``pid`` of the shim's last write
+   (:mod:`.bio_to_blocktrace`) every data page also gets the ``pc`` and ``pid`` of the shim's last write
    to that file page before the bio, and ``hint`` the bio's hint; the share of data pages that
    got a PC is the summary's ``attribution.rate``. From tracefs the events go through blkparse
    text (``maj,min cpu seq sec.nsec pid D rwbs sector + n [comm]``, also written beside the
@@ -48,18 +49,18 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcstream import api, live
-from pcstream.errors import BadParameter, Failure, InputError, NotRoot, UsageError
-from pcstream.mapping import Aging
-from pcstream.record import agereplay, biocapture, biotrace, filetrace
-from pcstream.record.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
-from pcstream.record.symbols import symbolize_or_warn
-from pcstream.record.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
+from pcstream import api
+from pcstream.aging import Aging
+from pcstream.errors import Failure, InputError, NotRoot, UsageError
+from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer
+from pcstream.groundtruth.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
+from pcstream.groundtruth.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
+from pcstream.record import runner
 from pcstream.units import PAGE_BYTES
 
 # Mount options matching the model's defaults (docs/FSMODEL.md).
@@ -116,7 +117,7 @@ def choose_capture(method: str | None = None) -> tuple[str, str | None]:
         raise UsageError(f"{CAPTURE_ENV}={method}: use one of {', '.join(CAPTURES)}")
     if method == "tracefs":
         return "tracefs", None
-    why = biocapture.unavailable()
+    why = biotracer.unavailable()
     if why is None:
         return "bpf", None
     if method == "bpf":
@@ -306,80 +307,179 @@ def capture(
     for p in (outputs.block, outputs.files, outputs.layout, outputs.text, outputs.bio):
         p.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="pcstream-block-", dir=outputs.block.parent))
-    aged: dict[str, Any] | None = None
     try:
-        image = work / "ext4.img"
         raw = work / "trace.txt"
-        say(f"mkfs.ext4 on a {capacity_pages * PAGE_BYTES >> 20} MiB image")
-        with _loop_fs(image, capacity_pages * PAGE_BYTES, mount_opts) as (device, mount):
-            st = os.stat(device)
-            devno = _dev_t(st.st_rdev)
-            fs_dev = os.stat(mount).st_dev
-            if age is not None and age.share is not None:
-                say(f"aging to {age.share:g} of the blocks (seed {age.seed}, churn {age.churn})")
-                aged = age_fs(device, mount, image, capacity_pages, mount_opts, age)
-            cap: BlockCapture | biocapture.BioCapture
-            cap = biocapture.BioCapture(devno, outputs.bio) if kind == "bpf" else BlockCapture(devno, raw)
-            try:
-                cap.start()
-                say(f"running {' '.join(cmd)} in {mount} ({device}, capture: {kind})")
-                t0 = time.monotonic()
-                status = run(cmd, mount)
-                run_s = time.monotonic() - t0
-                os.sync()
-                paths = walk(mount)
-                unmount(mount)
-                stopped = cap.stop()
-            finally:
-                cap.close()
-            say("reading the layout (dumpe2fs, debugfs)")
-            layout = read_layout(device, paths)
+        image = _Image(work / "ext4.img", capacity_pages, mount_opts)
+        done = _run_on_image(cmd, image, kind, outputs, raw, run, age, say)
         files = convert_files()
-        extents = aged["extents"] if aged else []
-        source = source or "pcstream record --block " + " ".join(cmd)
-        if kind == "bpf":
-            bios = biocapture.read(outputs.bio)
-            say(f"building the block trace from {len(bios.bios)} bios")
-            block = biotrace.build(
-                bios, outputs.files, fs_dev, capacity_pages, layout.meta_map(), outputs.block, source, extents
-            )
-            events = biocapture.to_blkparse(bios, outputs.text)
-            end = bios.end or {}
-            lost = int(stopped.get("lost", 0)) + int(end.get("orphans", 0))
-            warnings = list(bios.warnings)
-        else:
-            assert isinstance(stopped, int)
-            conv = tracefs_to_blkparse(raw, outputs.text)
-            say(f"importing {conv.events} block events")
-            block = api.import_trace(
-                "blkparse",
-                str(outputs.text),
-                str(outputs.block),
-                capacity_pages=capacity_pages,
-                meta_map=layout.meta_map(),
-            )
-            if extents:
-                biotrace.prepend_aged(outputs.block, extents)
-            events, lost, warnings = conv.events, stopped + conv.lost, []
+        source = source or f"{runner.SOURCE_VERB_BLOCK} " + " ".join(cmd)
+        trace = _block_trace(kind, done, outputs, raw, capacity_pages, source, say)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    summary: dict[str, Any] = {
+    summary = _summary(cmd, image, kind, fallback, done, trace, files, outputs)
+    outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
+    warnings = trace.warnings
+    if fallback:
+        warnings.append(f"captured with tracefs, without PCs or hints in the block trace ({fallback})")
+    if trace.lost:
+        what = "ring buffer full" if kind == "bpf" else "tracefs buffer overrun"
+        warnings.append(f"{trace.lost} block events were lost ({what}); the block trace is incomplete")
+    if warnings:
+        summary["warnings"] = warnings
+    return done.status, summary
+
+
+@dataclass(frozen=True)
+class _Image:
+    """The image file of a capture, its size in 4 KiB blocks and its mount options."""
+
+    path: Path
+    capacity_pages: int
+    mount_opts: str
+
+
+@dataclass
+class _Done:
+    """What the run on the image gave: the command's status and time, what stopping the capture
+    returned, the device numbers, the aged state (None: not aged) and the layout read back."""
+
+    status: int
+    run_s: float
+    stopped: Any
+    devno: int
+    fs_dev: int
+    aged: dict[str, Any] | None
+    layout: Layout
+
+
+@dataclass
+class _Trace:
+    """The block trace written: the engine's summary, the events captured and lost, warnings."""
+
+    block: dict[str, Any]
+    events: int
+    lost: int
+    warnings: list[str]
+
+
+def _run_on_image(
+    cmd: list[str],
+    image: _Image,
+    kind: str,
+    outputs: Outputs,
+    raw: Path,
+    run: Callable[[list[str], Path], int],
+    age: Aging | None,
+    say: Callable[[str], None],
+) -> _Done:
+    """Steps 1 to 4 of the module's doc: the file system (aged with ``age``), the capture of
+    ``kind`` around ``run``, and the layout read back after the unmount; the loop device is gone
+    on return."""
+    assert outputs.bio is not None
+    aged: dict[str, Any] | None = None
+    capacity_pages, mount_opts = image.capacity_pages, image.mount_opts
+    say(f"mkfs.ext4 on a {capacity_pages * PAGE_BYTES >> 20} MiB image")
+    with _loop_fs(image.path, capacity_pages * PAGE_BYTES, mount_opts) as (device, mount):
+        st = os.stat(device)
+        devno = _dev_t(st.st_rdev)
+        fs_dev = os.stat(mount).st_dev
+        if age is not None and age.share is not None:
+            say(f"aging to {age.share:g} of the blocks (seed {age.seed}, churn {age.churn})")
+            aged = age_fs(device, mount, image.path, capacity_pages, mount_opts, age)
+        cap: BlockCapture | biotracer.BioCapture
+        cap = biotracer.BioCapture(devno, outputs.bio) if kind == "bpf" else BlockCapture(devno, raw)
+        try:
+            cap.start()
+            say(f"running {' '.join(cmd)} in {mount} ({device}, capture: {kind})")
+            t0 = time.monotonic()
+            status = run(cmd, mount)
+            run_s = time.monotonic() - t0
+            os.sync()
+            paths = walk(mount)
+            unmount(mount)
+            stopped = cap.stop()
+        finally:
+            cap.close()
+        say("reading the layout (dumpe2fs, debugfs)")
+        layout = read_layout(device, paths)
+    return _Done(status, run_s, stopped, devno, fs_dev, aged, layout)
+
+
+def _block_trace(
+    kind: str,
+    done: _Done,
+    outputs: Outputs,
+    raw: Path,
+    capacity_pages: int,
+    source: str,
+    say: Callable[[str], None],
+) -> _Trace:
+    """Step 5 of the module's doc: the block trace from the BPF capture (with PCs and hints) or
+    through blkparse text and the engine's importer (tracefs), the aged state leading it."""
+    extents = done.aged["extents"] if done.aged else []
+    layout = done.layout
+    if kind == "bpf":
+        assert outputs.bio is not None
+        bios = biotracer.read(outputs.bio)
+        say(f"building the block trace from {len(bios.bios)} bios")
+        block = bio_to_blocktrace.build(
+            bios,
+            outputs.files,
+            done.fs_dev,
+            capacity_pages,
+            layout.meta_map(),
+            outputs.block,
+            source,
+            extents,
+        )
+        events = biotracer.to_blkparse(bios, outputs.text)
+        end = bios.end or {}
+        lost = int(done.stopped.get("lost", 0)) + int(end.get("orphans", 0))
+        return _Trace(block, events, lost, list(bios.warnings))
+    assert isinstance(done.stopped, int)
+    conv = tracefs_to_blkparse(raw, outputs.text)
+    say(f"importing {conv.events} block events")
+    block = api.import_trace(
+        "blkparse",
+        str(outputs.text),
+        str(outputs.block),
+        capacity_pages=capacity_pages,
+        meta_map=layout.meta_map(),
+    )
+    if extents:
+        bio_to_blocktrace.prepend_aged(outputs.block, extents)
+    return _Trace(block, conv.events, done.stopped + conv.lost, [])
+
+
+def _summary(
+    cmd: list[str],
+    image: _Image,
+    kind: str,
+    fallback: str | None,
+    done: _Done,
+    trace: _Trace,
+    files: dict[str, Any],
+    outputs: Outputs,
+) -> dict[str, Any]:
+    """The capture's summary, as the layout file holds it (warnings are added after)."""
+    layout, aged = done.layout, done.aged
+    return {
         "command": cmd,
-        "status": status,
-        "run_s": round(run_s, 3),
-        "capacity_pages": capacity_pages,
-        "mount_opts": mount_opts,
+        "status": done.status,
+        "run_s": round(done.run_s, 3),
+        "capacity_pages": image.capacity_pages,
+        "mount_opts": image.mount_opts,
         "cpus": possible_cpus(),
         "mkfs": ["mkfs.ext4", *MKFS_ARGS],
         "tracepoint": f"block:{EVENT}",
         "capture": kind,
         "bpf_unavailable": fallback,
-        "fs_dev": fs_dev,
-        "loop_dev_t": devno,
-        "events": events,
-        "lost_events": lost,
-        "block": block,
-        "attribution": block.get("attribution"),
+        "fs_dev": done.fs_dev,
+        "loop_dev_t": done.devno,
+        "events": trace.events,
+        "lost_events": trace.lost,
+        "block": trace.block,
+        "attribution": trace.block.get("attribution"),
         "aged": {k: v for k, v in aged.items() if k != "extents"} if aged else None,
         "files": files,
         "layout": {
@@ -394,128 +494,6 @@ def capture(
         },
         "outputs": {k: str(v) for k, v in vars(outputs).items() if kind == "bpf" or k != "bio"},
     }
-    outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
-    if fallback:
-        warnings.append(f"captured with tracefs, without PCs or hints in the block trace ({fallback})")
-    if lost:
-        what = "ring buffer full" if kind == "bpf" else "tracefs buffer overrun"
-        warnings.append(f"{lost} block events were lost ({what}); the block trace is incomplete")
-    if warnings:
-        summary["warnings"] = warnings
-    return status, summary
-
-
-def record_block(
-    cmd: list[str],
-    out: Path,
-    capacity_pages: int,
-    method: str = "auto",
-    frames: int = 12,
-    mount_opts: str | None = None,
-    symbols: bool = True,
-    say: Any = None,
-    coalesce: bool = False,
-    symbol_dirs: Sequence[Path] = (),
-    age: Aging | None = None,
-    capture_method: str | None = None,
-    table: Path | None = None,
-    ssd: str = "paper",
-) -> tuple[int, dict[str, Any]]:
-    """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
-    write the real block trace, the file-level trace and the layout (see :func:`capture`).
-    ``out``: a directory, or the block trace's ``.parquet`` name. Returns the command's exit
-    status and the capture summary. ``coalesce`` and ``symbol_dirs`` as for the file-level trace
-    (:func:`.filetrace.record`; ``record --block`` coalesces by default, ``validate --run`` keeps
-    one row per write); ``mount_opts`` see :func:`real_mount_opts`; ``age``: replay the
-    model's aging first; ``capture_method``: see :func:`choose_capture`. ``table``: run with live
-    write-lifetime hints from this PC table resolved for ``ssd`` (:mod:`pcstream.live`), with the
-    table's signature method; the summary then has ``live`` (the shim's counts) and ``fidelity``
-    (the share of data pages whose bio carried their PC's hint)."""
-    if method not in filetrace.METHODS:
-        raise BadParameter(
-            "method", method, f"{{param}} {{value}}: unknown; use one of {', '.join(filetrace.METHODS)}"
-        )
-    resolved = live.resolve(table, ssd) if table is not None else None
-    if resolved is not None:
-        method, frames = str(resolved.signature["method"]), int(resolved.signature["frames"])
-        capture_method = capture_method or "bpf"  # the hints are read from the bios: BPF or an error
-    shim = filetrace.shim_path()
-    filetrace.check_command(cmd)
-    check_environment(tracefs=False)
-    # CMD runs in the mount point: a program named by a relative path is taken from here.
-    if "/" in cmd[0] and not os.path.isabs(cmd[0]):
-        cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
-    outputs = Outputs.at(out)
-    if out.suffix != ".parquet" and out.exists() and not out.is_dir():
-        raise InputError(
-            out,
-            f"{out}: exists and is not a directory; give a directory or a .parquet name",
-        )
-    logdir = filetrace.new_logdir()
-    source = live.record_source(cmd, method, frames, block=True)
-    hints_file = logdir.with_name(logdir.name + ".hints")
-    if resolved is not None:
-        live.write_hints(resolved.hints, hints_file)
-
-    def run(c: list[str], cwd: Path) -> int:
-        if resolved is None:
-            return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd)
-        env = live.live_env(dict(os.environ), hints_file, resolved.signature)
-        return filetrace.run_under_shim(c, logdir, method, frames, shim, cwd=cwd, env=env)
-
-    def files() -> dict[str, Any]:
-        summary = filetrace.convert(logdir, outputs.files, source, coalesce)
-        if symbols and summary.get("signatures"):
-            symbolize_or_warn(outputs.files, summary, symbol_dirs)
-        return summary
-
-    try:
-        status, summary = capture(
-            cmd,
-            outputs,
-            capacity_pages,
-            run,
-            files,
-            mount_opts=real_mount_opts(mount_opts),
-            progress=say,
-            age=age,
-            method=capture_method,
-            source=source,
-        )
-        if resolved is not None:
-            add_live(summary, resolved, live.read_live_log(Path(str(hints_file) + ".log")), outputs, table)
-        return status, summary
-    finally:
-        shutil.rmtree(logdir, ignore_errors=True)
-        for p in (hints_file, Path(str(hints_file) + ".log")):
-            p.unlink(missing_ok=True)
-
-
-def add_live(
-    summary: dict[str, Any],
-    resolved: live.Resolved,
-    counts: live.LiveCounts,
-    outputs: Outputs,
-    table: Path | None,
-) -> None:
-    """The live hints of a ``record --block --table`` run into its summary (and layout file): the
-    table's resolution, the shim's counts, their warnings and, with the BPF capture, the fidelity."""
-    summary["table"] = resolved.summary()
-    summary["live"] = counts.as_dict()
-    if summary.get("capture") == "bpf":
-        summary["fidelity"] = live.fidelity(outputs.block, resolved.hints)
-    else:
-        summary.setdefault("warnings", []).append(
-            "no hint fidelity: without BPF the block trace has no hints"
-        )
-    more = live.warnings(counts, table or "")
-    if not resolved.signature_stored:
-        sig = resolved.signature
-        more.insert(0, f"{table}: the table does not say which signature method learned it; "
-                    f"used {sig['method']} with {sig['frames']} frames")  # fmt: skip
-    if more:
-        summary.setdefault("warnings", []).extend(more)
-    outputs.layout.write_text(json.dumps(summary, indent=1) + "\n")
 
 
 def possible_cpus() -> int:
