@@ -6,7 +6,7 @@ Units: pages are 4 KiB, logical time is host pages written, latencies are in mic
 
 from collections.abc import Callable
 
-from pcstream.options import MapOptions, SimOptions
+from pcstream.options import MapOptions, RecordOptions, SimOptions
 
 class PcstreamError(Exception):
     """Base of every error the engine reports to a user (never a bug)."""
@@ -58,10 +58,11 @@ def bench(
 ) -> str:
     """Engine throughput benchmark; returns JSON (page_ops_per_s, host_pages_per_s, peak_rss_bytes, ...)."""
 
-def record_convert(logdir: str, out: str, source: str, coalesce: bool = False) -> str:
-    """Convert the shim logs in ``logdir`` into the file-level trace ``out``; JSON summary
-    (records, writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
-    coalesced_writes). ``coalesce``: fold runs of small contiguous writes."""
+def record_convert(logdir: str, out: str, source: str, options: RecordOptions) -> str:
+    """Convert the shim logs in ``logdir`` into the file-level trace ``out`` as ``options`` say
+    (its ``coalesce`` is read: fold runs of small contiguous writes); JSON summary (records,
+    writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
+    coalesced_writes)."""
 
 def import_trace(
     format: str,

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any, Optional
 
-from pcstream.options import MapOptions, SimOptions
+from pcstream.options import MapOptions, RecordOptions, SimOptions
 
 Json = dict[str, Any]
 # ``progress(done, total)``: called by a long engine call as it goes (rows, bytes or events).
@@ -148,11 +148,12 @@ def bench(options: SimOptions, *, policy: str = "baseline", pages: int = 0) -> J
     return _decode(engine().bench(ssd=o.ssd, policy=policy, pages=pages, timing=o.timing, seed=o.seed))
 
 
-def record_convert(logdir: str, out: str, source: str, coalesce: bool = False) -> Json:
+def record_convert(logdir: str, out: str, source: str, options: RecordOptions) -> Json:
     """Convert the shim logs in ``logdir`` into the file-level trace ``out``; returns {records,
     writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
-    coalesced_writes}. ``coalesce``: fold runs of small contiguous writes (docs/RECORD.md)."""
-    return _decode(engine().record_convert(logdir, out, source, coalesce))
+    coalesced_writes}. Of ``options`` the engine reads ``coalesce``: fold runs of small
+    contiguous writes (docs/RECORD.md)."""
+    return _decode(engine().record_convert(logdir, out, source, options))
 
 
 def import_trace(

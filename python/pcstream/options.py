@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pcstream.aging import Aging
+
 # The stack walks a PC signature can be made with (``record``'s ``method``).
 METHODS: tuple[str, ...] = ("auto", "fp", "unwind", "scan")
 # The largest number of return addresses hashed into a signature.
@@ -287,6 +289,11 @@ class RecordOptions:
     age: float | None = option(AGE, None)
     age_seed: int = option(AGE_SEED, 0)
     age_churn: int = option(AGE_CHURN, 0)
+
+    @property
+    def aging(self) -> Aging | None:
+        """The aging of the ``block`` file system (None: a fresh file system)."""
+        return Aging(self.age, self.age_seed, self.age_churn) if self.age is not None else None
 
 
 # Every options class, for looking up a field's command-line spelling.

@@ -20,11 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import api, compose, tracemeta
-from pcstream.aging import Aging
 from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer, loopdev, validation
 from pcstream.groundtruth.biotracer import F_FUA, F_META, F_PREFLUSH, OP_DISCARD, OP_READ, OP_WRITE
 from pcstream.groundtruth.validation import trace_figures
-from pcstream.options import MapOptions
+from pcstream.options import MapOptions, RecordOptions
 from support import ROOT
 
 SHIM_SO = ROOT / "python" / "pcstream" / "_shim" / "pcshim.so"
@@ -524,8 +523,9 @@ def test_both_call_paths_are_the_pcs_of_their_data_pages(two_paths: dict[str, An
 def test_record_block_on_an_aged_file_system(tmp_path: Path) -> None:
     out = tmp_path / "aged"
     status, s = compose.record_block(
-        ["/bin/sh", "-c", "head -c 1048576 /dev/zero > f && sync"], out, 16384, age=Aging(0.7, 4, 1),
-        mount_opts="nodiscard",
+        ["/bin/sh", "-c", "head -c 1048576 /dev/zero > f && sync"], out,
+        RecordOptions(capacity=16384, age=0.7, age_seed=4, age_churn=1, mount_opts="nodiscard",
+                      coalesce=False),
     )  # fmt: skip
     assert status == 0
     aged = s["aged"]

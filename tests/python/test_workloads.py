@@ -235,7 +235,7 @@ def test_a_signal_during_a_recipes_program_stops_the_suite(
 ) -> None:
     # The program ended by a forwarded SIGTERM: the cut-off trace is removed and the suite stops
     # (record itself keeps such a trace; a suite must not bundle it as the recipe's).
-    def terminated(cmd: list[str], out: Path, **_: Any) -> tuple[int, dict[str, Any]]:
+    def terminated(cmd: list[str], out: Path, *_: Any, **__: Any) -> tuple[int, dict[str, Any]]:
         out.write_bytes(b"partial")
         monkeypatch.setattr(runner, "last_forwarded", (signal.SIGTERM,))
         return 128 + signal.SIGTERM, {}

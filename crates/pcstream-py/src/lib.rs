@@ -312,18 +312,26 @@ fn bench_engine(
     Ok(serde_json::to_string(&r).expect("a bench result serialises"))
 }
 
-/// Convert the shim logs in `logdir` into the file-level trace `out`; returns a JSON summary
-/// (records, writes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
-/// coalesced_writes). `coalesce`: fold runs of small contiguous writes.
+/// How shim logs are converted: the fields of a `pcstream.options.RecordOptions` the conversion
+/// reads (the class declares them, once). `coalesce`: fold runs of small contiguous writes.
+#[derive(FromPyObject)]
+struct PyRecordOptions {
+    coalesce: bool,
+}
+
+/// Convert the shim logs in `logdir` into the file-level trace `out` as `options` say (see
+/// [`PyRecordOptions`]); returns a JSON summary (records, writes, processes, signatures, paths,
+/// warnings, lost_processes, torn_bytes, coalesced_writes).
 #[pyfunction]
-#[pyo3(signature = (logdir, out, source, coalesce = false))]
+#[pyo3(signature = (logdir, out, source, options))]
 fn record_convert(
     py: Python<'_>,
     logdir: &str,
     out: &str,
     source: &str,
-    coalesce: bool,
+    options: PyRecordOptions,
 ) -> PyResult<String> {
+    let coalesce = options.coalesce;
     py.allow_threads(|| {
         let logs = pcstream_trace::record::shimlog::read_dir(Path::new(logdir))
             .map_err(|e| InputError::new_err(e.to_string()))?;

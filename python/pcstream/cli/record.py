@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import click
 
 from pcstream import compose
-from pcstream.aging import Aging
-from pcstream.cli._common import SIZE, epilog, field_options, pack_options, resolve_ssd
+from pcstream.cli._common import epilog, field_options, pack_options, resolve_ssd
 from pcstream.groundtruth import loopdev
-from pcstream.options import BLOCK_CAPACITY, RecordOptions
+from pcstream.options import RecordOptions
 from pcstream.record import runner, shimrun
 
 BLOCK_DEFAULT_OUT = "record-block"
@@ -73,8 +73,6 @@ def command(output: str | None, opts: RecordOptions, as_json: bool, cmd: tuple[s
     """
     if opts.no_symbols and opts.symbol_dirs:
         raise click.UsageError("--symbols DIR and --no-symbols exclude each other")
-    symbols = not opts.no_symbols
-    dirs = [Path(d) for d in opts.symbol_dirs]
 
     def warn(warning: str) -> None:
         click.echo(f"pcstream record: warning: {warning}", err=True)
@@ -83,15 +81,10 @@ def command(output: str | None, opts: RecordOptions, as_json: bool, cmd: tuple[s
         if opts.keep_logs is not None:
             raise click.UsageError("--keep-logs is not supported with --block")
         where = Path(output or BLOCK_DEFAULT_OUT)
-        pages = opts.capacity if opts.capacity is not None else SIZE.convert(BLOCK_CAPACITY, None, None)
         for early in runner.early_warnings(list(cmd), runner.shim_path()):
             warn(early)
-        age = Aging(opts.age, opts.age_seed, opts.age_churn) if opts.age is not None else None
-        status, summary = compose.record_block(
-            list(cmd), where, pages, opts.method, opts.frames, opts.mount_opts, symbols=symbols,
-            coalesce=opts.coalesce, symbol_dirs=dirs, age=age,
-            table=Path(opts.table) if opts.table else None, ssd=resolve_ssd(opts.ssd),
-        )  # fmt: skip
+        block_opts = dataclasses.replace(opts, ssd=resolve_ssd(opts.ssd))
+        status, summary = compose.record_block(list(cmd), where, block_opts)
         click.echo(loopdev.summary_line(loopdev.Outputs.at(where), summary), err=True)
         if as_json:
             click.echo(json.dumps(summary, separators=(",", ":")))
@@ -101,16 +94,6 @@ def command(output: str | None, opts: RecordOptions, as_json: bool, cmd: tuple[s
     if opts.table is not None or as_json:
         raise click.UsageError("--table and --json need --block (live hints without recording: pcstream run)")
     out = Path(output or "trace.parquet")
-    status, summary = shimrun.record(
-        list(cmd),
-        out,
-        opts.method,
-        opts.frames,
-        Path(opts.keep_logs) if opts.keep_logs else None,
-        symbols=symbols,
-        coalesce=opts.coalesce,
-        symbol_dirs=dirs,
-        say=warn,
-    )
+    status, summary = shimrun.record(list(cmd), out, opts, say=warn)
     click.echo(shimrun.summary_line(out, summary), err=True)
     return status

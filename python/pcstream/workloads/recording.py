@@ -16,6 +16,7 @@ from typing import Any
 from pcstream import api, mapstage, tracemeta
 from pcstream.aging import Aging
 from pcstream.errors import Failure, Terminated, UsageError, prepare_output
+from pcstream.options import RecordOptions
 from pcstream.record import runner, shimrun
 from pcstream.units import parse_size
 from pcstream.workloads.packages import ensure_packages
@@ -120,7 +121,9 @@ def run_recipe(
     t0 = time.monotonic()
     try:
         # Stdio-heavy programs (cc1, shells) write a few bytes at a time: fold those runs.
-        status, summary = shimrun.record(["bash", "-c", script], file_trace, method=method, coalesce=True)
+        status, summary = shimrun.record(
+            ["bash", "-c", script], file_trace, RecordOptions(method=method, coalesce=True)
+        )
     finally:
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
