@@ -22,7 +22,7 @@ import enum
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import click
@@ -41,14 +41,33 @@ class Kind(str, enum.Enum):
     TERMINATED = "terminated"  # SIGTERM stopped the work
 
 
+def plain(name: str) -> str:
+    """A parameter named as the library knows it: by its name."""
+    return name
+
+
 class Error(Exception):
-    """A user error the library found: ``message`` says what is wrong and what to do."""
+    """A user error the library found: ``message`` says what is wrong and what to do.
+
+    A message that names parameters of the library (what the caller sets, e.g. ``ssd`` or
+    ``block``) holds each as ``{name}`` and lists the names in ``params`` (replaced literally:
+    other braces are text); ``message`` names them plainly, and :meth:`spelled` as the caller
+    knows them (the CLI: as its options)."""
 
     kind = Kind.FAILURE
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str, *, params: Sequence[str] = ()) -> None:
+        self.template = message
+        self.params = tuple(params)
+        self.message = self.spelled(plain)
+        super().__init__(self.message)
+
+    def spelled(self, spelling: Callable[[str], str]) -> str:
+        """The message with each parameter named as ``spelling(name)`` says."""
+        text = self.template
+        for name in self.params:
+            text = text.replace("{" + name + "}", spelling(name))
+        return text
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Crosses process pools as it was raised (the default would call __init__(message)).
@@ -77,11 +96,13 @@ class BadParameter(UsageError):
     def __init__(self, param: str, value: Any, template: str) -> None:
         self.param = param
         self.value = value
-        self.template = template
-        super().__init__(self.render(param))
+        super().__init__(template)
 
     def render(self, spelling: str) -> str:
         return self.template.replace("{param}", spelling).replace("{value}", str(self.value))
+
+    def spelled(self, spelling: Callable[[str], str]) -> str:
+        return self.render(spelling(self.param))
 
 
 class InputError(Error):
@@ -89,8 +110,8 @@ class InputError(Error):
 
     kind = Kind.INPUT
 
-    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
-        super().__init__(message)
+    def __init__(self, path: str | os.PathLike[str], message: str, *, params: Sequence[str] = ()) -> None:
+        super().__init__(message, params=params)
         self.path = os.fspath(path)
 
 
@@ -216,11 +237,12 @@ def engine_kind(exc: BaseException) -> Kind | None:
     return None
 
 
-def describe(exc: BaseException) -> tuple[str, Kind] | None:
+def describe(exc: BaseException, spelling: Callable[[str], str] | None = None) -> tuple[str, Kind] | None:
     """(one-line message, kind) for a user error the library or the engine raised, a missing
-    engine, an OS error or SIGTERM; None for anything else (a bug: let it propagate)."""
+    engine, an OS error or SIGTERM; None for anything else (a bug: let it propagate). The
+    parameters a library error names are spelled as ``spelling`` says (default: by name)."""
     if isinstance(exc, Error):
-        return one_line(exc.message), exc.kind
+        return one_line(exc.spelled(spelling or plain)), exc.kind
     kind = engine_kind(exc)
     if kind is not None:
         return one_line(str(exc)), kind

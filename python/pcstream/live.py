@@ -54,16 +54,22 @@ def level_of_rank(rank: int, streams: int) -> int:
     raise ValueError(f"rank {rank} out of {streams} streams")
 
 
+# The parameters of a simulation that learns a table, named in the advice of load_table's errors.
+LEARN = ("policy", "table")
+
+
 def load_table(path: str | Path) -> dict[str, Any]:
-    """The table JSON at ``path``; an input error (exit 3) naming the file when it is missing or
-    not a PC table of the pcstream policies."""
+    """The table JSON at ``path``; an InputError naming the file when it is missing or not a PC
+    table of the pcstream policies (its advice names the parameters ``policy`` and ``table`` of a
+    simulation)."""
     p = Path(path)
     try:
         text = p.read_text()
     except FileNotFoundError:
         raise InputError(
             p,
-            f"{p}: no such table; learn one with 'pcstream simulate TRACE --policy pcstream --table {p}'",
+            f"{p}: no such table; learn one with 'pcstream simulate TRACE {{policy}} pcstream {{table}} {p}'",
+            params=LEARN,
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(p, f"{p}: cannot read the table ({exc}); check the path") from None
@@ -72,12 +78,14 @@ def load_table(path: str | Path) -> dict[str, Any]:
     except ValueError as exc:
         raise InputError(
             p,
-            f"{p}: not a PC table (invalid JSON: {exc}); learn it again with 'simulate --table'",
+            f"{p}: not a PC table (invalid JSON: {exc}); learn it again with 'simulate {{table}}'",
+            params=LEARN,
         ) from None
     if not isinstance(table, dict) or not isinstance(table.get("pcs"), list) or "policy" not in table:
         raise InputError(
             p,
-            f"{p}: not a PC table of 'simulate --table' (no policy and pcs); learn it again",
+            f"{p}: not a PC table of 'simulate {{table}}' (no policy and pcs); learn it again",
+            params=LEARN,
         )
     if table["policy"] not in TABLE_POLICIES:
         raise InputError(p, f"{p}: a table of policy {table['policy']!r}; live hints need pcstream's")

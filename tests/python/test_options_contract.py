@@ -1,12 +1,15 @@
 """The options contract: the click options of ``simulate``, ``map`` and ``record`` are exactly
 the fields of their options objects (:mod:`pcstream.options`), spelled, defaulted and explained as
 the fields' specs say, plus the options listed below that only the command line has; and the CLI
-names a parameter the library refuses by its option. Each check has a test proving it can fail.
+names a parameter the library refuses, or a library message names, by its option. Each check has
+a test proving it can fail.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 from typing import Any
 
 import click
@@ -17,7 +20,9 @@ from pcstream.cli import _common
 from pcstream.cli import map as map_verb
 from pcstream.cli import record as record_verb
 from pcstream.cli import simulate as simulate_verb
+from pcstream.groundtruth import loopdev
 from pcstream.options import MapOptions, RecordOptions, SimOptions
+from pcstream.workloads import bundle
 
 # Options of a verb that are no field of its options object, each with why.
 CLI_ONLY: dict[str, dict[str, str]] = {
@@ -134,3 +139,27 @@ def test_the_cli_names_a_refused_parameter_by_its_option() -> None:
 
 def test_every_kind_of_domain_error_has_an_exit_status() -> None:
     assert set(_common.STATUS) == set(errors.Kind)
+
+
+def test_the_cli_spells_the_parameters_a_library_message_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A library message names parameters; the CLI shows them as options, in every path that
+    reports it (one error line, a failed recipe of the suite)."""
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(errors.NotRoot) as root:
+        loopdev.check_environment()
+    assert str(root.value).startswith("record block needs root (")
+    assert _common.classify(root.value) == (
+        "record --block needs root (it makes a loop device, mounts it and reads tracefs); "
+        "run it as root, or record without --block",
+        _common.EXIT_NOT_ROOT,
+    )
+    missing = tmp_path / "w.file.parquet"
+    with pytest.raises(errors.Failure) as kept:
+        bundle.recorded({"traces": {}}, "w", missing)
+    shown = f"{missing}: no file-level trace; record with --keep-file-traces first"
+    assert _common.classify(kept.value) == (shown, _common.EXIT_FAILURE)
+    assert bundle.failure(kept.value, _common.spelling) == (shown, errors.Kind.FAILURE)
+    assert bundle.failure(kept.value) == (str(kept.value), errors.Kind.FAILURE)
+    assert "keep_file_traces" in str(kept.value)

@@ -16,6 +16,7 @@ import pytest
 
 from pcstream import api
 from pcstream.aging import Aging
+from pcstream.cli import _common
 from pcstream.errors import Failure, Terminated
 from pcstream.record import runner, shimrun
 from pcstream.units import parse_size
@@ -307,5 +308,8 @@ def test_the_suite_maps_its_kept_file_traces_again(tmp_path: Path, monkeypatch: 
     # Without the file trace: one line saying how to get it.
     (out / "good.file.parquet").unlink()
     said: list[str] = []
-    gone = bundle.record_suite(out, names=("good",), capacity_pages=small, remap=True, say=said.append)
+    # As 'pcstream workload suite --remap' runs it: the failure names the option to record with.
+    gone = bundle.record_suite(
+        out, names=("good",), capacity_pages=small, remap=True, say=said.append, spelling=_common.spelling
+    )
     assert "no file-level trace; record with --keep-file-traces first" in gone["failed"]["good"]

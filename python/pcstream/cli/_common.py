@@ -19,7 +19,7 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from pcstream import diagnose, errors, options, units
+from pcstream import diagnose, options, units
 from pcstream.compare.outcome import Outcome
 from pcstream.errors import Kind, describe, one_line, require_file
 from pcstream.report.data import BASELINE
@@ -111,9 +111,7 @@ def classify(exc: BaseException) -> tuple[str, int] | None:
     """(one-line message, exit status) for a user error; None for a bug (let it propagate)."""
     if isinstance(exc, CliError):
         return one_line(exc.message), exc.status
-    if isinstance(exc, errors.BadParameter):
-        return one_line(exc.render(spelling(exc.param))), EXIT_USAGE
-    found = describe(exc)
+    found = describe(exc, spelling)  # the parameters a library error names, spelled as options
     if found is not None:
         return found[0], STATUS[found[1]]
     if isinstance(exc, click.UsageError):

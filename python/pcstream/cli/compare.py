@@ -208,10 +208,10 @@ def _checked(
         if ctx.get_parameter_source("ssds") is click.core.ParameterSource.DEFAULT:
             ssds = (SUITE_SSD,)
     if results_dir is not None:
-        require("--results", ["pyarrow"])
+        require("results", ["pyarrow"])
         _prepare_dir(results_dir)
     if report_dir is not None:
-        require("--report")
+        require("report")
         _prepare_dir(report_dir)
     ssd_list = list(dict.fromkeys(ssds))
     prefill_given = ctx.get_parameter_source("prefill") is not click.core.ParameterSource.DEFAULT

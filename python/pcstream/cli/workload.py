@@ -17,6 +17,7 @@ from pcstream.cli._common import (
     epilog,
     print_json,
     progress_bar,
+    spelling,
     stderr,
     stdout,
 )
@@ -74,6 +75,7 @@ def suite(
         say=stderr().print,
         bar=progress_bar,
         age=age if age.share is not None else bundle.SUITE_AGING,
+        spelling=spelling,
     )
     if as_json:
         print_json(manifest)

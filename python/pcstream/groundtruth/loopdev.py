@@ -121,7 +121,7 @@ def choose_capture(method: str | None = None) -> tuple[str, str | None]:
     if why is None:
         return "bpf", None
     if method == "bpf":
-        raise Failure(f"record --block: {why}")
+        raise Failure(f"record {{block}}: {why}", params=("block",))
     return "tracefs", why
 
 
@@ -130,17 +130,20 @@ def check_environment(tracefs: bool = True) -> None:
     is missing."""
     if os.geteuid() != 0:
         raise NotRoot(
-            "record --block needs root (it makes a loop device, mounts it and reads tracefs); "
-            "run it as root, or record without --block",
+            "record {block} needs root (it makes a loop device, mounts it and reads tracefs); "
+            "run it as root, or record without {block}",
+            params=("block",),
         )
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
         raise Failure(
-            f"record --block needs {', '.join(missing)}; install e2fsprogs, mount and util-linux",
+            f"record {{block}} needs {', '.join(missing)}; install e2fsprogs, mount and util-linux",
+            params=("block",),
         )
     if not Path("/dev/loop-control").exists():
         raise Failure(
-            "record --block needs loop devices (/dev/loop-control is missing); modprobe loop",
+            "record {block} needs loop devices (/dev/loop-control is missing); modprobe loop",
+            params=("block",),
         )
     if tracefs:
         tracefs_root()
@@ -518,10 +521,13 @@ def load_layout(path: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise InputError(
             path,
-            f"{path}: not a readable layout file ({exc}); re-run record --block",
+            f"{path}: not a readable layout file ({exc}); re-run record {{block}}",
+            params=("block",),
         ) from None
     if not isinstance(value, dict) or "fs_dev" not in value:
-        raise InputError(path, f"{path}: not a layout file of record --block (no fs_dev)")
+        raise InputError(
+            path, f"{path}: not a layout file of record {{block}} (no fs_dev)", params=("block",)
+        )
     return value
 
 

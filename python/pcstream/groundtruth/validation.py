@@ -327,7 +327,8 @@ def validate(
         raise InputError(
             real_trace,
             f"{real_trace}: capacity {capacity} pages exceeds the {logical} logical pages of SSD {ssd}; "
-            "pick a larger --ssd or capture with --capacity at most that size",
+            "pick a larger {ssd} or capture with {capacity} at most that size",
+            params=("ssd", "capacity"),
         )
     opts = mount_opts if mount_opts is not None else str(layout.get("mount_opts", ""))
     if layout.get("cpus") and "cpus=" not in opts:
