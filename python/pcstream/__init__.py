@@ -14,8 +14,10 @@ hints), :mod:`pcstream.groundtruth` (the block I/O of a real ext4 for a recorded
 model checked against it), :mod:`pcstream.workloads` (real programs recorded into the bundled
 suite), :mod:`pcstream.aging` (how a file system is aged, for the model and a real ext4),
 :mod:`pcstream.units` (the page, SIZE arguments), :mod:`pcstream.tracemeta` (trace footer keys),
-:mod:`pcstream.errors` (one-line errors, exit statuses) and :mod:`pcstream.report.suite_results`
-(docs/RESULTS.md). No module imports one of a later stage (tests/python/test_stage_order.py).
+:mod:`pcstream.options` (the options of each verb, declared once), :mod:`pcstream.errors` (the
+user errors the library raises; the CLI gives them exit statuses) and
+:mod:`pcstream.report.suite_results` (docs/RESULTS.md). No module imports one of a later stage
+(tests/python/test_stage_order.py).
 :mod:`pcstream.cli` is the command line: one module per verb that checks its arguments, calls
 the library and renders the answer; with :mod:`pcstream.compose` (``record --block`` with live
 hints) it is where stages are put together. Importing this package does not load the engine.

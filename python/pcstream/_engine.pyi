@@ -6,6 +6,8 @@ Units: pages are 4 KiB, logical time is host pages written, latencies are in mic
 
 from collections.abc import Callable
 
+from pcstream.options import MapOptions, RecordOptions, SimOptions
+
 class PcstreamError(Exception):
     """Base of every error the engine reports to a user (never a bug)."""
 
@@ -35,17 +37,11 @@ def table_streams(
 def simulate(
     trace: str,
     policy: str,
-    ssd: str = "paper",
-    prefill: float = 0.0,
-    warmup: int = 0,
-    seed: int = 0,
-    timing: bool = True,
-    table: str | None = None,
-    params: dict[str, str] | None = None,
+    options: SimOptions,
     progress: Callable[[int, int], None] | None = None,
-    cdf_points: int = 0,
 ) -> str:
-    """Simulate one block trace under one placement policy; returns one JSON result object.
+    """Simulate one block trace under one placement policy with ``options`` (its attributes are
+    read); returns one JSON result object.
 
     ``progress(done_rows, total_rows)`` is called about every million rows. Honours Ctrl-C.
     """
@@ -62,10 +58,11 @@ def bench(
 ) -> str:
     """Engine throughput benchmark; returns JSON (page_ops_per_s, host_pages_per_s, peak_rss_bytes, ...)."""
 
-def record_convert(logdir: str, out: str, source: str, coalesce: bool = False) -> str:
-    """Convert the shim logs in ``logdir`` into the file-level trace ``out``; JSON summary
-    (records, writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
-    coalesced_writes). ``coalesce``: fold runs of small contiguous writes."""
+def record_convert(logdir: str, out: str, source: str, options: RecordOptions) -> str:
+    """Convert the shim logs in ``logdir`` into the file-level trace ``out`` as ``options`` say
+    (its ``coalesce`` is read: fold runs of small contiguous writes); JSON summary (records,
+    writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
+    coalesced_writes)."""
 
 def import_trace(
     format: str,
@@ -90,18 +87,17 @@ def import_trace(
 def map_trace(
     input: str,
     out: str,
-    capacity_pages: int,
-    mount_opts: str = "",
-    device: int | None = None,
+    options: MapOptions,
     progress: Callable[[int, int], None] | None = None,
 ) -> str:
-    """Map a file-level trace through the ext4 model into a block trace; JSON MapSummary
-    (events, requests, data_pages, journal_pages, metadata_pages{inode, directory, bitmap, other},
-    trim_pages, flushes, absorbed_pages, files, commits, checkpoints, peak_dirty_pages,
-    capacity_pages, free_pages, unknown_ops, warnings).
+    """Map a file-level trace through the ext4 model into a block trace as ``options`` say (its
+    attributes are read); JSON MapSummary (events, requests, data_pages, journal_pages,
+    metadata_pages{inode, directory, bitmap, other}, trim_pages, flushes, absorbed_pages, files,
+    commits, checkpoints, peak_dirty_pages, capacity_pages, free_pages, unknown_ops, warnings,
+    aged).
 
-    ``device``: model only events about files with this ``st_dev`` (others are skipped and
-    counted in a warning). ``progress(events_done, events_total)``. Honours Ctrl-C.
+    ``options.device``: model only events about files with this ``st_dev`` (others are skipped
+    and counted in a warning). ``progress(events_done, events_total)``. Honours Ctrl-C.
     """
 
 def footer_keys() -> dict[str, str]:

@@ -18,6 +18,8 @@ from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any, Optional
 
+from pcstream.options import MapOptions, RecordOptions, SimOptions
+
 Json = dict[str, Any]
 # ``progress(done, total)``: called by a long engine call as it goes (rows, bytes or events).
 Progress = Callable[[int, int], None]
@@ -99,44 +101,19 @@ def ssd_summary(ssd: str) -> Json:
     return _decode(engine().ssd_summary(ssd))
 
 
-def simulate(trace: str, policy: str, **options: Any) -> Json:
-    """Simulate one trace under one policy; returns the result object (see RESULT_FIELDS).
-
-    Takes the keyword options of :func:`simulate_json`.
-    """
-    return _decode(simulate_json(trace, policy, **options))
+def simulate(
+    trace: str, policy: str, options: SimOptions | None = None, *, progress: Progress | None = None
+) -> Json:
+    """Simulate one trace under one policy with ``options`` (the defaults when None); returns the
+    result object (see RESULT_FIELDS). ``progress(done_rows, total_rows)``."""
+    return _decode(simulate_json(trace, policy, options, progress=progress))
 
 
 def simulate_json(
-    trace: str,
-    policy: str,
-    *,
-    ssd: str = "paper",
-    prefill: float = 0.0,
-    warmup: int = 0,
-    seed: int = 0,
-    timing: bool = True,
-    table: str | None = None,
-    params: dict[str, str] | None = None,
-    progress: Progress | None = None,
-    cdf_points: int = 0,
+    trace: str, policy: str, options: SimOptions | None = None, *, progress: Progress | None = None
 ) -> str:
     """As :func:`simulate`, but the engine's JSON text unchanged (byte-stable for equal inputs)."""
-    return str(
-        engine().simulate(
-            trace,
-            policy,
-            ssd=ssd,
-            prefill=prefill,
-            warmup=warmup,
-            seed=seed,
-            timing=timing,
-            table=table,
-            params=params,
-            progress=progress,
-            cdf_points=cdf_points,
-        )
-    )
+    return str(engine().simulate(trace, policy, options or SimOptions(), progress=progress))
 
 
 def table_streams(
@@ -163,18 +140,20 @@ def written_pages(gen_summary: Json) -> int:
     return int(gen_summary["writes"]["pages"])
 
 
-def bench(
-    *, ssd: str = "paper", policy: str = "baseline", pages: int = 0, timing: bool = False, seed: int = 1
-) -> Json:
-    """Engine throughput on a synthetic workload (page_ops_per_s, peak_rss_bytes, ...)."""
-    return _decode(engine().bench(ssd=ssd, policy=policy, pages=pages, timing=timing, seed=seed))
+def bench(options: SimOptions, *, policy: str = "baseline", pages: int = 0) -> Json:
+    """Engine throughput on a synthetic workload of ``pages`` host pages (0: the engine's default
+    for the SSD) simulated as ``options`` say (its SSD, timing and seed, the workload's seed):
+    page_ops_per_s, peak_rss_bytes, ..."""
+    o = options
+    return _decode(engine().bench(ssd=o.ssd, policy=policy, pages=pages, timing=o.timing, seed=o.seed))
 
 
-def record_convert(logdir: str, out: str, source: str, coalesce: bool = False) -> Json:
+def record_convert(logdir: str, out: str, source: str, options: RecordOptions) -> Json:
     """Convert the shim logs in ``logdir`` into the file-level trace ``out``; returns {records,
     writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
-    coalesced_writes}. ``coalesce``: fold runs of small contiguous writes (docs/RECORD.md)."""
-    return _decode(engine().record_convert(logdir, out, source, coalesce))
+    coalesced_writes}. Of ``options`` the engine reads ``coalesce``: fold runs of small
+    contiguous writes (docs/RECORD.md)."""
+    return _decode(engine().record_convert(logdir, out, source, options))
 
 
 def import_trace(
@@ -209,41 +188,18 @@ def import_trace(
     )
 
 
-def map_trace(
-    file_trace: str,
-    out: str,
-    capacity_pages: int,
-    *,
-    mount_opts: str = "",
-    device: int | None = None,
-    progress: Progress | None = None,
-    age: float | None = None,
-    age_seed: int = 0,
-    age_churn: int = 0,
-) -> Json:
-    """Map a file-level trace through the ext4 model into the block trace ``out``; returns the
-    MapSummary {events, requests, data_pages, journal_pages, metadata_pages {inode, directory,
-    bitmap, other}, trim_pages, flushes, absorbed_pages, files, commits, checkpoints,
-    peak_dirty_pages, capacity_pages, free_pages, unknown_ops, warnings, aged}.
+def map_trace(file_trace: str, out: str, options: MapOptions, *, progress: Progress | None = None) -> Json:
+    """Map a file-level trace through the ext4 model into the block trace ``out`` as ``options``
+    say; returns the MapSummary {events, requests, data_pages, journal_pages, metadata_pages
+    {inode, directory, bitmap, other}, trim_pages, flushes, absorbed_pages, files, commits,
+    checkpoints, peak_dirty_pages, capacity_pages, free_pages, unknown_ops, warnings, aged}.
 
-    ``device``: model only the files with this ``st_dev``. ``age``: first fill the file system
-    with seeded cold files to this share of its blocks (``age_seed``, after ``age_churn``
-    create/delete rounds); ``aged`` then describes the state the trace starts from.
+    ``options.device``: model only the files with this ``st_dev``. ``options.age``: first fill
+    the file system with seeded cold files to this share of its blocks (``age_seed``, after
+    ``age_churn`` create/delete rounds); ``aged`` then describes the state the trace starts from.
     ``progress(events_done, events_total)``.
     """
-    return _decode(
-        engine().map_trace(
-            file_trace,
-            out,
-            capacity_pages,
-            mount_opts=mount_opts,
-            device=device,
-            progress=progress,
-            age=age,
-            age_seed=age_seed,
-            age_churn=age_churn,
-        )
-    )
+    return _decode(engine().map_trace(file_trace, out, options, progress=progress))
 
 
 def aging_plan(

@@ -10,51 +10,51 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pcstream import live
-from pcstream.aging import Aging
-from pcstream.errors import EXIT_INPUT, EXIT_USAGE, CliError
+from pcstream.errors import BadParameter, InputError
 from pcstream.groundtruth import loopdev
+from pcstream.options import BLOCK_CAPACITY, METHODS, RecordOptions
 from pcstream.record import runner, shimrun
 from pcstream.record.symbols import symbolize_or_warn
+from pcstream.units import parse_size
 
 
 def record_block(
     cmd: list[str],
     out: Path,
-    capacity_pages: int,
-    method: str = "auto",
-    frames: int = 12,
-    mount_opts: str | None = None,
-    symbols: bool = True,
+    options: RecordOptions,
+    *,
     say: Any = None,
-    coalesce: bool = False,
-    symbol_dirs: Sequence[Path] = (),
-    age: Aging | None = None,
     capture_method: str | None = None,
-    table: Path | None = None,
-    ssd: str = "paper",
 ) -> tuple[int, dict[str, Any]]:
     """``record --block``: run ``cmd`` under the shim on a fresh ext4 (loop device, as root) and
     write the real block trace, the file-level trace and the layout (see
-    :func:`.loopdev.capture`). ``out``: a directory, or the block trace's ``.parquet`` name.
-    Returns the command's exit status and the capture summary. ``coalesce`` and ``symbol_dirs`` as
-    for the file-level trace (:func:`pcstream.record.shimrun.record`; ``record --block``
-    coalesces by default, ``validate --run`` keeps one row per write); ``mount_opts`` see
-    :func:`.loopdev.real_mount_opts`; ``age``: replay the model's aging first;
-    ``capture_method``: see :func:`.loopdev.choose_capture`. ``table``: run with live
-    write-lifetime hints from this PC table resolved for ``ssd`` (:mod:`pcstream.live`), with the
-    table's signature method; the summary then has ``live`` (the shim's counts) and ``fidelity``
-    (the share of data pages whose bio carried their PC's hint)."""
-    if method not in shimrun.METHODS:
-        raise CliError(f"--method {method}: unknown; use one of {', '.join(shimrun.METHODS)}", EXIT_USAGE)
-    resolved = live.resolve(table, ssd) if table is not None else None
+    :func:`.loopdev.capture`), as ``options`` say. ``out``: a directory, or the block trace's
+    ``.parquet`` name. Returns the command's exit status and the capture summary.
+
+    From ``options``: ``capacity`` the image's size in 4 KiB blocks (None:
+    :data:`~pcstream.options.BLOCK_CAPACITY`); ``method``, ``frames``, ``coalesce``,
+    ``no_symbols`` and ``symbol_dirs`` as for the file-level trace
+    (:func:`pcstream.record.shimrun.record`; ``record --block`` coalesces, ``validate --run``
+    keeps one row per write); ``mount_opts`` see :func:`.loopdev.real_mount_opts`; the aging
+    replays the model's aging first; ``table``: run with live write-lifetime hints from this PC
+    table resolved for ``ssd`` (:mod:`pcstream.live`), with the table's signature method; the
+    summary then has ``live`` (the shim's counts) and ``fidelity`` (the share of data pages whose
+    bio carried their PC's hint). ``keep_logs`` does not apply (the logs are always removed).
+    ``capture_method``: see :func:`.loopdev.choose_capture`."""
+    method, frames = options.method, options.frames
+    if method not in METHODS:
+        raise BadParameter("method", method, f"{{param}} {{value}}: unknown; use one of {', '.join(METHODS)}")
+    table = Path(options.table) if options.table else None
+    resolved = live.resolve(table, options.ssd) if table is not None else None
     if resolved is not None:
         method, frames = str(resolved.signature["method"]), int(resolved.signature["frames"])
         capture_method = capture_method or "bpf"  # the hints are read from the bios: BPF or an error
+    capacity_pages = options.capacity if options.capacity is not None else parse_size(BLOCK_CAPACITY)
+    symbol_dirs = [Path(d) for d in options.symbol_dirs]
     shim, cmd, outputs = _checked(cmd, out)
     logdir = shimrun.new_logdir()
     source = runner.record_source(cmd, method, frames, block=True)
@@ -69,8 +69,8 @@ def record_block(
         return shimrun.run_under_shim(c, logdir, method, frames, shim, cwd=cwd, env=env)
 
     def files() -> dict[str, Any]:
-        summary = shimrun.convert(logdir, outputs.files, source, coalesce)
-        if symbols and summary.get("signatures"):
+        summary = shimrun.convert(logdir, outputs.files, source, options)
+        if not options.no_symbols and summary.get("signatures"):
             symbolize_or_warn(outputs.files, summary, symbol_dirs)
         return summary
 
@@ -81,9 +81,9 @@ def record_block(
             capacity_pages,
             run,
             files,
-            mount_opts=loopdev.real_mount_opts(mount_opts),
+            mount_opts=loopdev.real_mount_opts(options.mount_opts),
             progress=say,
-            age=age,
+            age=options.aging,
             method=capture_method,
             source=source,
         )
@@ -107,9 +107,7 @@ def _checked(cmd: list[str], out: Path) -> tuple[Path, list[str], loopdev.Output
         cmd = [os.path.abspath(cmd[0]), *cmd[1:]]
     outputs = loopdev.Outputs.at(out)
     if out.suffix != ".parquet" and out.exists() and not out.is_dir():
-        raise CliError(
-            f"{out}: exists and is not a directory; give a directory or a .parquet name", EXIT_INPUT
-        )
+        raise InputError(out, f"{out}: exists and is not a directory; give a directory or a .parquet name")
     return shim, cmd, outputs
 
 

@@ -1,23 +1,15 @@
-"""User errors → one line on stderr and a fixed exit status.
+"""Domain errors: what a user did wrong, in the library's terms.
 
-Every error a user can cause ends as ``pcstream: error: <message>`` on stderr — one line, naming
-the file or option at fault and what to do — and one of the statuses below; never a traceback.
-Bugs are not user errors: anything not listed in :func:`classify` propagates with its traceback.
-
-| status | meaning                                                          |
-|--------|------------------------------------------------------------------|
-| 0      | success                                                          |
-| 1      | some jobs of a batch failed (compare), or another failure        |
-| 2      | usage: unknown policy / generator kind / option, bad parameter   |
-| 3      | input: missing, unreadable or malformed trace or file            |
-| 4      | config: bad SSD config, impossible geometry, unknown preset, a   |
-|        | device (or info's page bitmap) larger than the memory available |
-| 130    | interrupted (Ctrl-C)                                             |
-| 141    | stdout closed early (``pcstream info T | head``): stops quietly   |
-| 143    | terminated (SIGTERM): temporary outputs removed                  |
+The library (everything outside ``pcstream.cli``) raises the exceptions below; each says what is
+wrong and what to do, naming the file or the parameter at fault (a parameter by its name, e.g.
+``method``, never by a command-line spelling). They know nothing of exit statuses: the CLI maps
+them, with the engine's own exception classes (``pcstream._engine``: InputError, ConfigError,
+UsageError, PcstreamError), to one ``pcstream: error: <message>`` line and a fixed exit status
+(``pcstream.cli._common``). Bugs are not user errors: anything :func:`describe` does not know
+propagates with its traceback.
 
 Outputs follow one policy (:func:`prepare_output`, every verb that writes a file): an existing
-target that is not a regular file (device node, FIFO, directory) is refused with status 2 and
+target that is not a regular file (device node, FIFO, directory) is refused as a usage error and
 left alone; so is an output that is one of the command's inputs; an existing regular file is
 replaced, with a one-line notice on stderr. Files are written to ``PATH.tmp-PID`` and renamed
 into place at the end, so an error, Ctrl-C or SIGTERM leaves neither a partial output nor the
@@ -26,32 +18,131 @@ temporary file.
 
 from __future__ import annotations
 
+import enum
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import click
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
-EXIT_INPUT = 3
-EXIT_CONFIG = 4
-EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141
-EXIT_TERMINATED = 143
 
-PREFIX = "pcstream: error: "
+class Kind(str, enum.Enum):
+    """What sort of user error an exception is (the CLI gives each its exit status)."""
+
+    USAGE = "usage"  # an unknown name, a bad parameter, a refused output
+    INPUT = "input"  # a missing, unreadable or malformed file
+    CONFIG = "config"  # a bad SSD config, an impossible geometry, too little memory
+    FAILURE = "failure"  # the work itself failed: a tool, a capture, a program's set-up
+    PROGRAM_NOT_RUNNABLE = "program-not-runnable"  # the program to run is no executable file
+    PROGRAM_NOT_FOUND = "program-not-found"  # the program to run does not exist
+    NOT_ROOT = "not-root"  # the work needs root privileges
+    TERMINATED = "terminated"  # SIGTERM stopped the work
 
 
-class CliError(Exception):
-    """An error found by the Python front end itself (before or around an engine call)."""
+def plain(name: str) -> str:
+    """A parameter named as the library knows it: by its name."""
+    return name
 
-    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
+
+class Error(Exception):
+    """A user error the library found: ``message`` says what is wrong and what to do.
+
+    A message that names parameters of the library (what the caller sets, e.g. ``ssd`` or
+    ``block``) holds each as ``{name}`` and lists the names in ``params`` (replaced literally:
+    other braces are text); ``message`` names them plainly, and :meth:`spelled` as the caller
+    knows them (the CLI: as its options)."""
+
+    kind = Kind.FAILURE
+
+    def __init__(self, message: str, *, params: Sequence[str] = ()) -> None:
+        self.template = message
+        self.params = tuple(params)
+        self.message = self.spelled(plain)
+        super().__init__(self.message)
+
+    def spelled(self, spelling: Callable[[str], str]) -> str:
+        """The message with each parameter named as ``spelling(name)`` says."""
+        text = self.template
+        for name in self.params:
+            text = text.replace("{" + name + "}", spelling(name))
+        return text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Crosses process pools as it was raised (the default would call __init__(message)).
+        return (_rebuild, (type(self), self.__dict__))
+
+
+def _rebuild(cls: type[Error], state: dict[str, Any]) -> Error:
+    error = cls.__new__(cls)
+    Exception.__init__(error, state.get("message", ""))
+    error.__dict__.update(state)
+    return error
+
+
+class UsageError(Error):
+    """A request the library cannot carry out as given: an unknown name, a refused output."""
+
+    kind = Kind.USAGE
+
+
+class BadParameter(UsageError):
+    """A parameter with a value the library refuses. ``template`` is the message with ``{param}``
+    where the parameter is named and ``{value}`` where its value is (replaced literally: other
+    braces are text); :meth:`render` spells the parameter as the caller knows it (the CLI: as
+    its option)."""
+
+    def __init__(self, param: str, value: Any, template: str) -> None:
+        self.param = param
+        self.value = value
+        super().__init__(template)
+
+    def render(self, spelling: str) -> str:
+        return self.template.replace("{param}", spelling).replace("{value}", str(self.value))
+
+    def spelled(self, spelling: Callable[[str], str]) -> str:
+        return self.render(spelling(self.param))
+
+
+class InputError(Error):
+    """A missing, unreadable or malformed input file (``path``)."""
+
+    kind = Kind.INPUT
+
+    def __init__(self, path: str | os.PathLike[str], message: str, *, params: Sequence[str] = ()) -> None:
+        super().__init__(message, params=params)
+        self.path = os.fspath(path)
+
+
+class ConfigError(Error):
+    """A bad SSD config or an impossible set-up."""
+
+    kind = Kind.CONFIG
+
+
+class Failure(Error):
+    """The work itself failed: a tool it runs, a capture, a program's set-up."""
+
+    kind = Kind.FAILURE
+
+
+class ProgramNotRunnable(Failure):
+    """The program to run exists but is not an executable file."""
+
+    kind = Kind.PROGRAM_NOT_RUNNABLE
+
+
+class ProgramNotFound(Failure):
+    """The program to run does not exist (not on PATH)."""
+
+    kind = Kind.PROGRAM_NOT_FOUND
+
+
+class NotRoot(Failure):
+    """The work needs root privileges."""
+
+    kind = Kind.NOT_ROOT
 
 
 def one_line(message: str) -> str:
@@ -60,19 +151,14 @@ def one_line(message: str) -> str:
     return "; ".join(parts) if parts else "unknown error"
 
 
-def report(message: str) -> None:
-    """Print ``pcstream: error: <message>`` as one line on stderr."""
-    click.echo(PREFIX + one_line(message), err=True)
-
-
 def require_file(path: str, what: str = "file") -> str:
-    """Check that ``path`` is an existing, readable regular file; raise an input error otherwise."""
+    """Check that ``path`` is an existing, readable regular file; raise an InputError otherwise."""
     if not os.path.exists(path):
-        raise CliError(f"{path}: no such file; check the path", EXIT_INPUT)
+        raise InputError(path, f"{path}: no such file; check the path")
     if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory, expected a {what}; check the path", EXIT_INPUT)
+        raise InputError(path, f"{path}: is a directory, expected a {what}; check the path")
     if not os.access(path, os.R_OK):
-        raise CliError(f"{path}: permission denied; check the file's permissions", EXIT_INPUT)
+        raise InputError(path, f"{path}: permission denied; check the file's permissions")
     return path
 
 
@@ -95,20 +181,19 @@ def _kind(mode: int) -> str:
 
 def check_output(path: str, inputs: Iterable[str] = (), *, quiet: bool = False) -> str:
     """The output-path policy of every verb that writes a file (see the module documentation):
-    refuse (status 2) an existing ``path`` that is not a regular file or that is one of
+    refuse (a usage error) an existing ``path`` that is not a regular file or that is one of
     ``inputs``; note on stderr that an existing regular file will be replaced (unless ``quiet``)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         st = None
     except OSError as exc:
-        raise CliError(f"{path}: cannot use as output ({exc.strerror}); check the path", EXIT_INPUT) from None
+        raise InputError(path, f"{path}: cannot use as output ({exc.strerror}); check the path") from None
     if st is not None:
         if not stat.S_ISREG(st.st_mode):
-            raise CliError(
+            raise UsageError(
                 f"{path}: exists and is {_kind(st.st_mode)}, not a regular file; refusing to replace it: "
-                "give a file name for the output",
-                EXIT_USAGE,
+                "give a file name for the output"
             )
         for source in inputs:
             try:
@@ -116,10 +201,9 @@ def check_output(path: str, inputs: Iterable[str] = (), *, quiet: bool = False) 
             except OSError:
                 same = False
             if same:
-                raise CliError(
+                raise UsageError(
                     f"{path}: is also an input ({source}); writing it would destroy the input: "
-                    "give another output file",
-                    EXIT_USAGE,
+                    "give another output file"
                 )
         if not quiet:
             click.echo(f"pcstream: note: {path} exists and will be replaced", err=True)
@@ -127,57 +211,50 @@ def check_output(path: str, inputs: Iterable[str] = (), *, quiet: bool = False) 
 
 
 def prepare_output(path: str, inputs: Iterable[str] = (), *, quiet: bool = False) -> str:
-    """:func:`check_output`, then create the parent directory (status 3 if it cannot be made)."""
+    """:func:`check_output`, then create the parent directory (an InputError if it cannot be made)."""
     check_output(path, inputs, quiet=quiet)
     parent = os.path.dirname(os.path.abspath(path))
     try:
         os.makedirs(parent, exist_ok=True)
     except OSError as exc:
-        raise CliError(f"{parent}: cannot create the output directory ({exc.strerror})", EXIT_INPUT) from None
+        raise InputError(parent, f"{parent}: cannot create the output directory ({exc.strerror})") from None
     return path
 
 
-def engine_status(exc: BaseException) -> int | None:
-    """Exit status of an engine exception, or None if ``exc`` is not one."""
+def engine_kind(exc: BaseException) -> Kind | None:
+    """The kind of an exception of the engine (``pcstream._engine``), or None if ``exc`` is not one."""
     engine = sys.modules.get("pcstream._engine")
     if engine is None:
         return None
     if isinstance(exc, engine.InputError):
-        return EXIT_INPUT
+        return Kind.INPUT
     if isinstance(exc, engine.ConfigError):
-        return EXIT_CONFIG
+        return Kind.CONFIG
     if isinstance(exc, engine.UsageError):
-        return EXIT_USAGE
+        return Kind.USAGE
     if isinstance(exc, engine.PcstreamError):
-        return EXIT_FAILURE
+        return Kind.FAILURE
     return None
 
 
-def classify(exc: BaseException) -> tuple[str, int] | None:
-    """(one-line message, exit status) for a user error; None for a bug (let it propagate)."""
-    if isinstance(exc, CliError):
-        return one_line(exc.message), exc.status
-    status = engine_status(exc)
-    if status is not None:
-        return one_line(str(exc)), status
-    if isinstance(exc, click.UsageError):
-        hint = ""
-        if exc.ctx is not None:
-            hint = f"; see '{exc.ctx.command_path} --help'"
-        return one_line(exc.format_message()).rstrip(".") + hint, EXIT_USAGE
-    if isinstance(exc, click.ClickException):
-        return one_line(exc.format_message()), exc.exit_code
-    if isinstance(exc, (KeyboardInterrupt, click.Abort)):
-        return "interrupted", EXIT_INTERRUPTED
+def describe(exc: BaseException, spelling: Callable[[str], str] | None = None) -> tuple[str, Kind] | None:
+    """(one-line message, kind) for a user error the library or the engine raised, a missing
+    engine, an OS error or SIGTERM; None for anything else (a bug: let it propagate). The
+    parameters a library error names are spelled as ``spelling`` says (default: by name)."""
+    if isinstance(exc, Error):
+        return one_line(exc.spelled(spelling or plain)), exc.kind
+    kind = engine_kind(exc)
+    if kind is not None:
+        return one_line(str(exc)), kind
     if isinstance(exc, Terminated):
-        return "terminated (SIGTERM); nothing was written", EXIT_TERMINATED
+        return "terminated (SIGTERM); nothing was written", Kind.TERMINATED
     if isinstance(exc, ImportError) and exc.name == "pcstream._engine":
         return (
             "the engine module pcstream._engine is not built; run 'make install' (or 'maturin develop')",
-            EXIT_FAILURE,
+            Kind.FAILURE,
         )
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         what = (exc.strerror or str(exc)).lower()
-        return f"{where}{what}; check the path and its permissions", EXIT_INPUT
+        return f"{where}{what}; check the path and its permissions", Kind.INPUT
     return None

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import EXIT_INPUT, CliError, engine_status
+from pcstream.errors import InputError, Kind, engine_kind
 from pcstream.record import runner
 
 NOT_SET, NONE, SHORT, MEDIUM, LONG, EXTREME = range(6)
@@ -56,31 +56,41 @@ def level_of_rank(rank: int, streams: int) -> int:
     raise ValueError(f"rank {rank} out of {streams} streams")
 
 
+# The parameters of a simulation that learns a table, named in the advice of load_table's errors.
+LEARN = ("policy", "table")
+
+
 def load_table(path: str | Path) -> dict[str, Any]:
-    """The table JSON at ``path``; an input error (exit 3) naming the file when it is missing or
-    not a PC table of the pcstream policies."""
+    """The table JSON at ``path``; an InputError naming the file when it is missing or not a PC
+    table of the pcstream policies (its advice names the parameters ``policy`` and ``table`` of a
+    simulation)."""
     p = Path(path)
     try:
         text = p.read_text()
     except FileNotFoundError:
-        raise CliError(
-            f"{p}: no such table; learn one with 'pcstream simulate TRACE --policy pcstream --table {p}'",
-            EXIT_INPUT,
+        raise InputError(
+            p,
+            f"{p}: no such table; learn one with 'pcstream simulate TRACE {{policy}} pcstream {{table}} {p}'",
+            params=LEARN,
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{p}: cannot read the table ({exc}); check the path", EXIT_INPUT) from None
+        raise InputError(p, f"{p}: cannot read the table ({exc}); check the path") from None
     try:
         table = json.loads(text)
     except ValueError as exc:
-        raise CliError(
-            f"{p}: not a PC table (invalid JSON: {exc}); learn it again with 'simulate --table'", EXIT_INPUT
+        raise InputError(
+            p,
+            f"{p}: not a PC table (invalid JSON: {exc}); learn it again with 'simulate {{table}}'",
+            params=LEARN,
         ) from None
     if not isinstance(table, dict) or not isinstance(table.get("pcs"), list) or "policy" not in table:
-        raise CliError(
-            f"{p}: not a PC table of 'simulate --table' (no policy and pcs); learn it again", EXIT_INPUT
+        raise InputError(
+            p,
+            f"{p}: not a PC table of 'simulate {{table}}' (no policy and pcs); learn it again",
+            params=LEARN,
         )
     if table["policy"] not in TABLE_POLICIES:
-        raise CliError(f"{p}: a table of policy {table['policy']!r}; live hints need pcstream's", EXIT_INPUT)
+        raise InputError(p, f"{p}: a table of policy {table['policy']!r}; live hints need pcstream's")
     return table
 
 
@@ -151,9 +161,9 @@ def resolve(path: str | Path, ssd: str = "paper", params: dict[str, str] | None 
         text = api.table_streams(json.dumps(table), ssd=ssd, policy=table["policy"], params=params)
         saved = json.loads(text)
     except Exception as exc:
-        if engine_status(exc) != EXIT_INPUT:  # only the engine's InputError: a table it cannot load
+        if engine_kind(exc) is not Kind.INPUT:  # only the engine's InputError: a table it cannot load
             raise
-        raise CliError(f"{path}: not a loadable PC table ({exc}); learn it again", EXIT_INPUT) from None
+        raise InputError(path, f"{path}: not a loadable PC table ({exc}); learn it again") from None
     centroids = saved.get("centroids") or []
     used = sorted({int(e["stream"]) for e in saved["pcs"] if int(e["stream"]) > 0})
     used.sort(key=lambda s: (centroids[s - 1] if s - 1 < len(centroids) else float("inf"), s))

@@ -11,10 +11,7 @@ from typing import Any
 
 from pcstream import api
 from pcstream.aging import Aging
-
-# The SSD preset whose logical size is the default file-system size: 'pcstream simulate''s
-# default SSD, so a mapped trace fits it.
-DEFAULT_CAPACITY = "paper"
+from pcstream.options import MapOptions
 
 # (label, keys) of the summary figures in display order; a key "a.b" is field b of object a, and
 # a row with two keys shows both ("x / y").
@@ -52,19 +49,18 @@ def map_trace(
     """Map ``file_trace`` onto an ext4 of ``capacity_pages`` 4 KiB blocks mounted with
     ``mount_opts``, writing the block trace ``out``; returns the engine's MapSummary.
     ``device``: model only the files of this ``st_dev``; ``age``: start from an aged file system.
-    ``progress(events_done, events_total)``."""
+    ``progress(events_done, events_total)``. (:func:`pcstream.api.map_trace` with the
+    :class:`pcstream.options.MapOptions` these make.)"""
     aging = age or Aging(None)
-    return api.map_trace(
-        file_trace,
-        out,
-        capacity_pages,
+    options = MapOptions(
+        capacity=capacity_pages,
         mount_opts=mount_opts,
         device=device,
-        progress=progress,
         age=aging.share,
         age_seed=aging.seed,
         age_churn=aging.churn,
     )
+    return api.map_trace(file_trace, out, options, progress=progress)
 
 
 def summary_figures(summary: dict[str, Any]) -> list[tuple[str, list[Any]]]:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from typing import IO, Any
 
-from pcstream.errors import EXIT_INPUT, CliError
+from pcstream.errors import InputError
 
 
 def temp_path(path: str) -> str:
@@ -21,10 +21,10 @@ def temp_path(path: str) -> str:
     return f"{path}.tmp-{os.getpid()}"
 
 
-def _failed(path: str, exc: OSError) -> CliError:
+def _failed(path: str, exc: OSError) -> InputError:
     what = (exc.strerror or str(exc)).lower()
     fix = "check free disk space and permissions; nothing was written"
-    return CliError(f"{path}: cannot write ({what}); {fix}", EXIT_INPUT)
+    return InputError(path, f"{path}: cannot write ({what}); {fix}")
 
 
 @contextlib.contextmanager

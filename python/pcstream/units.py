@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 
+# How a SIZE is written: help text, declared once with the options that take a SIZE.
+from pcstream.options import SIZE_HELP
+
 # Bytes of a page: the unit of every address, length and capacity in a block trace.
 PAGE_BYTES = 4096
 
@@ -30,8 +33,6 @@ BYTE_UNITS: dict[str, int] = {
     "tib": 1 << 40,
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-
-SIZE_HELP = "pages of 4 KiB (61248), bytes with a unit (16GiB, 512M, 1.5TB), or an SSD preset name (small)"
 
 
 def pages_for_bytes(size_bytes: int) -> int:

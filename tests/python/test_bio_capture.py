@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import api, compose, tracemeta
-from pcstream.aging import Aging
 from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer, loopdev, validation
 from pcstream.groundtruth.biotracer import F_FUA, F_META, F_PREFLUSH, OP_DISCARD, OP_READ, OP_WRITE
 from pcstream.groundtruth.validation import trace_figures
+from pcstream.options import MapOptions, RecordOptions
 from support import ROOT
 
 SHIM_SO = ROOT / "python" / "pcstream" / "_shim" / "pcshim.so"
@@ -224,7 +224,7 @@ def test_a_capture_file_reads_back(tmp_path: Path) -> None:
 def test_without_root_bpf_or_btf_the_reason_is_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from pcstream.errors import CliError
+    from pcstream.errors import Failure, UsageError
 
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert biotracer.unavailable() == "the BPF capture needs root"
@@ -239,11 +239,11 @@ def test_without_root_bpf_or_btf_the_reason_is_one_line(
     # auto falls back to tracefs and says why; asking for bpf is that one-line error
     assert loopdev.choose_capture("auto") == ("tracefs", why)
     assert loopdev.choose_capture("tracefs") == ("tracefs", None)
-    with pytest.raises(CliError, match="make bpf") as err:
+    with pytest.raises(Failure, match="make bpf") as err:
         loopdev.choose_capture("bpf")
     assert "\n" not in str(err.value)
     monkeypatch.setenv(loopdev.CAPTURE_ENV, "perf")
-    with pytest.raises(CliError, match="use one of auto, bpf, tracefs"):
+    with pytest.raises(UsageError, match="use one of auto, bpf, tracefs"):
         loopdev.choose_capture()
     assert loopdev.real_mount_opts("nodiscard") == "nodiscard,noatime"
     assert loopdev.real_mount_opts("discard,relatime") == "discard,relatime"
@@ -523,8 +523,9 @@ def test_both_call_paths_are_the_pcs_of_their_data_pages(two_paths: dict[str, An
 def test_record_block_on_an_aged_file_system(tmp_path: Path) -> None:
     out = tmp_path / "aged"
     status, s = compose.record_block(
-        ["/bin/sh", "-c", "head -c 1048576 /dev/zero > f && sync"], out, 16384, age=Aging(0.7, 4, 1),
-        mount_opts="nodiscard",
+        ["/bin/sh", "-c", "head -c 1048576 /dev/zero > f && sync"], out,
+        RecordOptions(capacity=16384, age=0.7, age_seed=4, age_churn=1, mount_opts="nodiscard",
+                      coalesce=False),
     )  # fmt: skip
     assert status == 0
     aged = s["aged"]
@@ -533,8 +534,8 @@ def test_record_block_on_an_aged_file_system(tmp_path: Path) -> None:
     assert int(meta[tracemeta.KEY_AGED_PAGES]) == aged["pages"] >= aged["used_blocks"]
     assert aged["stale_blocks"] > 0, "nodiscard: the churn's deleted blocks stay on the device"
     # the model's plan, so the model's share in use (measured on 64 MiB: real 0.684, model 0.709)
-    model = api.map_trace(str(out / "files.parquet"), str(tmp_path / "m.parquet"), 16384,
-                          mount_opts="nodiscard", device=s["fs_dev"], age=0.7, age_seed=4,
-                          age_churn=1)  # fmt: skip
+    model = api.map_trace(str(out / "files.parquet"), str(tmp_path / "m.parquet"),
+                          MapOptions(capacity=16384, mount_opts="nodiscard", device=s["fs_dev"],
+                                     age=0.7, age_seed=4, age_churn=1))  # fmt: skip
     assert abs(aged["used_share"] - 0.7) <= 0.03
     assert abs(model["aged"]["used_share"] - aged["used_share"]) <= 0.03

@@ -292,10 +292,11 @@ def test_tracefs_capture_on_an_aged_file_system(tmp_path: Path) -> None:
     script = "open('f', 'wb').write(b'z' * (1 << 20))"
     proc = subprocess.run(
         [sys.executable, "-c",
-         "import sys; from pathlib import Path; from pcstream.aging import Aging; "
+         "import sys; from pathlib import Path; from pcstream.options import RecordOptions; "
          "from pcstream.compose import record_block; from pcstream.groundtruth import loopdev as b; "
-         f"s, r = record_block([sys.executable, '-c', {script!r}], Path({str(out)!r}), 16384, "
-         "age=Aging(0.6, 2, 0), capture_method='tracefs'); print(b.summary_line(b.Outputs.at(Path("
+         f"s, r = record_block([sys.executable, '-c', {script!r}], Path({str(out)!r}), RecordOptions("
+         "capacity=16384, age=0.6, age_seed=2, age_churn=0, coalesce=False), capture_method='tracefs'); "
+         "print(b.summary_line(b.Outputs.at(Path("
          f"{str(out)!r})), r))"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip

@@ -1,6 +1,6 @@
 """User errors: the documented exit status, exactly one stderr line naming the culprit, no traceback.
 
-Statuses (pcstream.errors): 2 usage, 3 input file, 4 SSD config.
+Statuses (pcstream.cli._common): 2 usage, 3 input file, 4 SSD config.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pcstream import api, errors, tracemeta
+from pcstream import api, tracemeta
+from pcstream.cli import _common
 from pcstream.units import PAGE_BYTES
 from support import SSD, assert_user_error, invoke, run_module
 
@@ -147,7 +148,7 @@ def test_engine_rejects_unknown_kind_directly(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="nosuchkind") as raised:
         api.gen("nosuchkind", str(tmp_path / "g.parquet"), {})
     assert type(raised.value).__name__ == "UsageError"
-    assert errors.classify(raised.value) == (str(raised.value), USAGE)
+    assert _common.classify(raised.value) == (str(raised.value), USAGE)
 
 
 # --------------------------------------------------------------------------- bad SSD configs

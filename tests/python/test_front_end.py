@@ -12,6 +12,7 @@ import pytest
 
 from pcstream import api, errors
 from pcstream.cli import _common
+from pcstream.options import SimOptions
 from support import SSD, assert_user_error, invoke
 
 
@@ -21,7 +22,7 @@ def test_ctrl_c_is_one_line_and_status_130(monkeypatch: pytest.MonkeyPatch, trac
 
     monkeypatch.setattr(api, "simulate_json", interrupted)
     run = invoke("simulate", traces["zipf"], "--policy", "baseline", "--ssd", SSD)
-    assert_user_error(run, errors.EXIT_INTERRUPTED, "interrupted")
+    assert_user_error(run, _common.EXIT_INTERRUPTED, "interrupted")
 
 
 class FakeTty(io.StringIO):
@@ -57,7 +58,7 @@ def test_simulate_feeds_the_progress_callback(
     calls: list[tuple[int, int]] = []
     trace = str(traces["uniform"])
     result = api.simulate(
-        trace, "baseline", ssd=SSD, timing=False, progress=lambda d, t: calls.append((d, t))
+        trace, "baseline", SimOptions(ssd=SSD, timing=False), progress=lambda d, t: calls.append((d, t))
     )
     assert result["host_pages"] > 0
     assert calls, "the progress callback was never called"
@@ -75,10 +76,10 @@ def test_parse_params() -> None:
 
 
 def test_classify_leaves_bugs_alone() -> None:
-    assert errors.classify(ZeroDivisionError()) is None
-    assert errors.classify(errors.CliError("x: bad", 3)) == ("x: bad", 3)
-    assert errors.classify(FileNotFoundError(2, "No such file or directory", "f.parquet")) == (
+    assert _common.classify(ZeroDivisionError()) is None
+    assert _common.classify(_common.CliError("x: bad", 3)) == ("x: bad", 3)
+    assert _common.classify(FileNotFoundError(2, "No such file or directory", "f.parquet")) == (
         "f.parquet: no such file or directory; check the path and its permissions",
-        errors.EXIT_INPUT,
+        _common.EXIT_INPUT,
     )
     assert errors.one_line("a\nb\n") == "a; b"

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import api, tracemeta
+from pcstream.options import RecordOptions
 from support import ROOT, assert_user_error, invoke, run_module
 
 USAGE, INPUT, CONFIG = 2, 3, 4
@@ -388,7 +389,7 @@ def test_every_trace_kind_has_its_metadata_in_the_arrow_schema(tmp_path: Path) -
     file_trace = tmp_path / "files.parquet"
     logs = sorted(p for p in logdir.rglob("*") if p.is_dir() and any(p.glob("*.bin")))
     if logs:
-        api.record_convert(str(logs[0]), str(file_trace), "test")
+        api.record_convert(str(logs[0]), str(file_trace), "test", RecordOptions(coalesce=False))
     else:
         from test_map_import import HAND_MADE
         from test_map_import import file_trace as write_file_trace

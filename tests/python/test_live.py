@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from pcstream import live
+from pcstream.cli import _common
 from pcstream.groundtruth import biotracer, loopdev
 from pcstream.record import runner
 from support import ROOT, assert_user_error, run_module
@@ -366,7 +367,7 @@ def test_record_block_table_without_bpf_says_so(
     monkeypatch.setattr(biotracer, "unavailable", lambda: "the BPF capture is not built (test)")
     r = invoke("record", "--block", "--table", table, "--ssd", "small", "-o", tmp_path / "o", "--", "true")
     if os.geteuid() != 0:
-        assert r.status == loopdev.EXIT_NOT_ROOT and "needs root" in r.stderr
+        assert r.status == _common.EXIT_NOT_ROOT and "needs root" in r.stderr
     else:
         assert_user_error(r, 1, "the BPF capture is not built (test)")
     assert not (tmp_path / "o" / "block.parquet").exists()

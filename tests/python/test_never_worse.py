@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pcstream import api
+from pcstream.options import SimOptions
 from support import ROOT
 
 TRACES = sorted((ROOT / "traces").glob("*.parquet"))
@@ -20,7 +21,7 @@ SUBSTREAM_BOUND = 1.005
 @pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name.removesuffix(".parquet"))
 def test_pc_policies_do_not_lose_to_baseline(trace) -> None:
     def waf(policy: str) -> float:
-        return api.simulate(str(trace), policy, ssd="paper", timing=False)["waf"]
+        return api.simulate(str(trace), policy, SimOptions(ssd="paper", timing=False))["waf"]
 
     base = waf("baseline")
     wafs = {policy: waf(policy) for policy in ("pcstream-star", "pcstream")}

@@ -34,6 +34,8 @@ STAGE_OF: dict[str, str] = {
     "pcstream.pcfiles": "base",
     "pcstream.pclabels": "base",
     "pcstream.aging": "base",
+    # the options of each verb, declared once, and the CLI built from them
+    "pcstream.options": "base",
     # a program's writes under the shim, and a real ext4's block I/O for the same run
     "pcstream.record": "record",
     "pcstream.groundtruth": "record",

@@ -16,7 +16,8 @@ import pytest
 
 from pcstream import api
 from pcstream.aging import Aging
-from pcstream.errors import CliError, Terminated
+from pcstream.cli import _common
+from pcstream.errors import Failure, Terminated
 from pcstream.record import runner, shimrun
 from pcstream.units import parse_size
 from pcstream.workloads import bundle, fileops, packages, recording, tpcc_sqlite
@@ -95,9 +96,9 @@ def test_a_recorded_recipe_is_mapped_to_a_block_trace(tmp_path: Path) -> None:
 
 def test_a_failing_check_or_script_is_an_error(tmp_path: Path) -> None:
     script = f"{PY} -m pcstream.workloads.fileops varmail --loops 10 --rate 1000 --dir mail"
-    with pytest.raises(CliError, match="trace check failed: 0 files deleted"):
+    with pytest.raises(Failure, match="trace check failed: 0 files deleted"):
         recorded(tmp_path, script, (deletes_files(1),))
-    with pytest.raises(CliError, match="exited with status 3"):
+    with pytest.raises(Failure, match="exited with status 3"):
         recorded(tmp_path, "exit 3")
 
 
@@ -105,7 +106,7 @@ def test_missing_packages_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
     r = Recipe("t", "x", (("no-such-package", "no-such-binary-xyz"),), "true")
     assert packages.missing_packages(r) == ["no-such-package"]
     monkeypatch.setattr(packages.os, "geteuid", lambda: 1000)
-    with pytest.raises(CliError, match="needs the Debian packages no-such-package"):
+    with pytest.raises(Failure, match="needs the Debian packages no-such-package"):
         packages.ensure_packages(r)
 
 
@@ -142,7 +143,7 @@ def test_the_suite_keeps_going_after_a_failure(tmp_path: Path, monkeypatch: pyte
     )
     missing = Recipe("missing", "a program that is not installed", (), "no-such-program-xyz --flag")
     # 260 MiB in one file: more than the 239 MiB file system the suite maps onto here, so the
-    # engine's map fails (an engine error, not a CliError) after a good recording.
+    # engine's map fails (an engine error, not one of the library's own) after a good recording.
     huge = Recipe(
         "huge",
         "more data than the file system holds",
@@ -235,7 +236,7 @@ def test_a_signal_during_a_recipes_program_stops_the_suite(
 ) -> None:
     # The program ended by a forwarded SIGTERM: the cut-off trace is removed and the suite stops
     # (record itself keeps such a trace; a suite must not bundle it as the recipe's).
-    def terminated(cmd: list[str], out: Path, **_: Any) -> tuple[int, dict[str, Any]]:
+    def terminated(cmd: list[str], out: Path, *_: Any, **__: Any) -> tuple[int, dict[str, Any]]:
         out.write_bytes(b"partial")
         monkeypatch.setattr(runner, "last_forwarded", (signal.SIGTERM,))
         return 128 + signal.SIGTERM, {}
@@ -307,5 +308,8 @@ def test_the_suite_maps_its_kept_file_traces_again(tmp_path: Path, monkeypatch: 
     # Without the file trace: one line saying how to get it.
     (out / "good.file.parquet").unlink()
     said: list[str] = []
-    gone = bundle.record_suite(out, names=("good",), capacity_pages=small, remap=True, say=said.append)
+    # As 'pcstream workload suite --remap' runs it: the failure names the option to record with.
+    gone = bundle.record_suite(
+        out, names=("good",), capacity_pages=small, remap=True, say=said.append, spelling=_common.spelling
+    )
     assert "no file-level trace; record with --keep-file-traces first" in gone["failed"]["good"]

@@ -135,43 +135,53 @@ fn ssd_summary(ssd: &str) -> PyResult<String> {
     .to_string())
 }
 
-#[allow(clippy::too_many_arguments)]
-#[pyfunction]
-#[pyo3(signature = (trace, policy, ssd="paper", prefill=0.0, warmup=0, seed=0, timing=true, table=None, params=None, progress=None, cdf_points=0))]
-fn simulate(
-    py: Python<'_>,
-    trace: &str,
-    policy: &str,
-    ssd: &str,
+/// How a trace is simulated: a `pcstream.options.SimOptions`, read from its attributes (the
+/// fields are declared there, once).
+#[derive(FromPyObject)]
+struct PySimOptions {
+    ssd: String,
     prefill: f64,
     warmup: u64,
     seed: u64,
     timing: bool,
-    table: Option<&str>,
-    params: Option<BTreeMap<String, String>>,
-    progress: Option<Py<PyAny>>,
+    table: Option<String>,
+    /// `(key, value)` pairs; a later pair wins over an earlier one with the same key.
+    params: Vec<(String, String)>,
     cdf_points: usize,
+}
+
+impl PySimOptions {
+    fn sim_options(&self, policy: &str, trace: &str) -> SimOptions {
+        SimOptions {
+            policy: policy.to_string(),
+            prefill: self.prefill,
+            warmup: self.warmup,
+            seed: self.seed,
+            timing: self.timing,
+            cdf_points: self.cdf_points,
+            params: self.params.iter().cloned().collect(),
+            trace_name: trace.to_string(),
+        }
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (trace, policy, options, progress=None))]
+fn simulate(
+    py: Python<'_>,
+    trace: &str,
+    policy: &str,
+    options: PySimOptions,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
-    let cfg = load_ssd(ssd)?;
-    let opts = SimOptions {
-        policy: policy.to_string(),
-        prefill,
-        warmup,
-        seed,
-        timing,
-        cdf_points,
-        params: params.unwrap_or_default(),
-        trace_name: trace.to_string(),
-    };
+    let cfg = load_ssd(&options.ssd)?;
+    let opts = options.sim_options(policy, trace);
+    let table = options.table.as_deref().map(Path::new);
     let mut prog = PyProgress::new(progress);
     let r = py.allow_threads(|| {
-        run_with_table_file(
-            Path::new(trace),
-            &cfg,
-            opts,
-            table.map(Path::new),
-            &mut |d, t| prog.call(d, t),
-        )
+        run_with_table_file(Path::new(trace), &cfg, opts, table, &mut |d, t| {
+            prog.call(d, t)
+        })
     });
     let r = r.map_err(|e| prog.run_err(e))?;
     Ok(serde_json::to_string(&r).expect("result serialises"))
@@ -306,18 +316,26 @@ fn bench_engine(
     Ok(serde_json::to_string(&r).expect("a bench result serialises"))
 }
 
-/// Convert the shim logs in `logdir` into the file-level trace `out`; returns a JSON summary
-/// (records, writes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
-/// coalesced_writes). `coalesce`: fold runs of small contiguous writes.
+/// How shim logs are converted: the fields of a `pcstream.options.RecordOptions` the conversion
+/// reads (the class declares them, once). `coalesce`: fold runs of small contiguous writes.
+#[derive(FromPyObject)]
+struct PyRecordOptions {
+    coalesce: bool,
+}
+
+/// Convert the shim logs in `logdir` into the file-level trace `out` as `options` say (see
+/// [`PyRecordOptions`]); returns a JSON summary (records, writes, processes, signatures, paths,
+/// warnings, lost_processes, torn_bytes, coalesced_writes).
 #[pyfunction]
-#[pyo3(signature = (logdir, out, source, coalesce = false))]
+#[pyo3(signature = (logdir, out, source, options))]
 fn record_convert(
     py: Python<'_>,
     logdir: &str,
     out: &str,
     source: &str,
-    coalesce: bool,
+    options: PyRecordOptions,
 ) -> PyResult<String> {
+    let coalesce = options.coalesce;
     py.allow_threads(|| {
         let logs = pcstream_trace::record::shimlog::read_dir(Path::new(logdir))
             .map_err(|e| InputError::new_err(e.to_string()))?;
@@ -416,27 +434,35 @@ fn import_trace(
     }
 }
 
-/// Map the file-level trace `input` through the ext4 model into the block trace `out`; returns
-/// the JSON `MapSummary`. `mount_opts` as `mount -o` (see docs/FSMODEL.md); `device`: model
-/// only events about files on this `st_dev`; `age`: age the file system to this share of its
-/// blocks first (`age_seed`, `age_churn` rounds). `progress(events_done, events_total)`.
-#[allow(clippy::too_many_arguments)]
+/// How a file-level trace is mapped: a `pcstream.options.MapOptions`, read from its attributes
+/// (the fields are declared there, once). `capacity` in 4 KiB pages; `mount_opts` as `mount -o`
+/// (see docs/FSMODEL.md); `device`: model only events about files on this `st_dev`; `age`: age
+/// the file system to this share of its blocks first (`age_seed`, `age_churn` rounds).
+#[derive(FromPyObject)]
+struct PyMapOptions {
+    capacity: u64,
+    mount_opts: String,
+    device: Option<u64>,
+    age: Option<f64>,
+    age_seed: u64,
+    age_churn: u32,
+}
+
+/// Map the file-level trace `input` through the ext4 model into the block trace `out` with
+/// `options` (see [`PyMapOptions`]); returns the JSON `MapSummary`.
+/// `progress(events_done, events_total)`.
 #[pyfunction]
-#[pyo3(signature = (input, out, capacity_pages, mount_opts="", device=None, progress=None, age=None, age_seed=0, age_churn=0))]
+#[pyo3(signature = (input, out, options, progress=None))]
 fn map_trace(
     py: Python<'_>,
     input: &str,
     out: &str,
-    capacity_pages: u64,
-    mount_opts: &str,
-    device: Option<u64>,
+    options: PyMapOptions,
     progress: Option<Py<PyAny>>,
-    age: Option<f64>,
-    age_seed: u64,
-    age_churn: u32,
 ) -> PyResult<String> {
-    let mut opts = map_options(capacity_pages, mount_opts, age, age_seed, age_churn)?;
-    opts.only_dev = device;
+    let o = options;
+    let mut opts = map_options(o.capacity, &o.mount_opts, o.age, o.age_seed, o.age_churn)?;
+    opts.only_dev = o.device;
     let mut prog = PyProgress::new(progress);
     let r = py.allow_threads(|| {
         pcstream_trace::map_file_trace(Path::new(input), Path::new(out), &opts, &mut |d, t| {

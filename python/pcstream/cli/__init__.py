@@ -6,7 +6,7 @@ together; the one library module that also composes stages is :mod:`pcstream.com
 
 :class:`PcstreamGroup` owns error handling for every verb: user errors (engine exceptions, click
 usage errors, missing files, Ctrl-C) become one ``pcstream: error: ...`` line on stderr and a fixed
-exit status (see :mod:`pcstream.errors`); anything else is a bug and keeps its traceback.
+exit status (see :mod:`pcstream.cli._common`); anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -36,16 +36,16 @@ from pcstream.cli import (
     validate,
     workload,
 )
-from pcstream.cli._common import UNITS
-from pcstream.errors import (
+from pcstream.cli._common import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    UNITS,
     CliError,
-    Terminated,
     classify,
     report,
 )
+from pcstream.errors import Terminated
 
 
 class _ClosedPipe(Exception):

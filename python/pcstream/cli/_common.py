@@ -4,6 +4,8 @@ of the CLI package a verb may import besides the library)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import functools
 import json
 import os
 import sys
@@ -17,9 +19,9 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from pcstream import diagnose, units
+from pcstream import diagnose, options, units
 from pcstream.compare.outcome import Outcome
-from pcstream.errors import EXIT_FAILURE, EXIT_OK, report, require_file
+from pcstream.errors import Kind, describe, one_line, require_file
 from pcstream.report.data import BASELINE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,99 +37,197 @@ host requests per second of simulated time."""
 TRACE_HELP = "block trace (Parquet, one row per request; see 'pcstream info')"
 
 
+# --------------------------------------------------------------------------- errors and exit statuses
+
+# Every error a user can cause ends as ``pcstream: error: <message>`` on stderr — one line, naming
+# the file or option at fault and what to do — and one of these statuses; never a traceback.
+#
+# | status | meaning                                                          |
+# |--------|------------------------------------------------------------------|
+# | 0      | success                                                          |
+# | 1      | some jobs of a batch failed (compare), or another failure        |
+# | 2      | usage: unknown policy / generator kind / option, bad parameter,  |
+# |        | a refused output                                                 |
+# | 3      | input: missing, unreadable or malformed trace or file            |
+# | 4      | config: bad SSD config, impossible geometry, unknown preset, a   |
+# |        | device (or info's page bitmap) larger than the memory available |
+# | 77     | record --block without root                                      |
+# | 126    | record: the program is not executable (as a shell says)         |
+# | 127    | record: the program is not found (as a shell says)               |
+# | 130    | interrupted (Ctrl-C)                                             |
+# | 141    | stdout closed early (``pcstream info T | head``): stops quietly   |
+# | 143    | terminated (SIGTERM): temporary outputs removed                  |
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_CONFIG = 4
+EXIT_NOT_ROOT = 77  # sysexits.h EX_NOPERM: the run needs root
+EXIT_NOT_RUNNABLE = 126
+EXIT_NOT_FOUND = 127
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+EXIT_TERMINATED = 143
+
+# The exit status of each kind of domain error (pcstream.errors.Kind).
+STATUS: dict[Kind, int] = {
+    Kind.USAGE: EXIT_USAGE,
+    Kind.INPUT: EXIT_INPUT,
+    Kind.CONFIG: EXIT_CONFIG,
+    Kind.FAILURE: EXIT_FAILURE,
+    Kind.NOT_ROOT: EXIT_NOT_ROOT,
+    Kind.PROGRAM_NOT_RUNNABLE: EXIT_NOT_RUNNABLE,
+    Kind.PROGRAM_NOT_FOUND: EXIT_NOT_FOUND,
+    Kind.TERMINATED: EXIT_TERMINATED,
+}
+
+PREFIX = "pcstream: error: "
+
+
+class CliError(Exception):
+    """An error found by the command line itself, with its exit status."""
+
+    def __init__(self, message: str, status: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+def report(message: str) -> None:
+    """Print ``pcstream: error: <message>`` as one line on stderr."""
+    click.echo(PREFIX + one_line(message), err=True)
+
+
+def spelling(param: str) -> str:
+    """The option that sets the library's parameter ``param`` (``method`` → ``--method``)."""
+    for cls in options.ALL:
+        for f, spec in options.fields_of(cls):
+            if f.name == param:
+                return options.flag_of(f.name, spec)
+    return "--" + param.replace("_", "-")
+
+
+def classify(exc: BaseException) -> tuple[str, int] | None:
+    """(one-line message, exit status) for a user error; None for a bug (let it propagate)."""
+    if isinstance(exc, CliError):
+        return one_line(exc.message), exc.status
+    found = describe(exc, spelling)  # the parameters a library error names, spelled as options
+    if found is not None:
+        return found[0], STATUS[found[1]]
+    if isinstance(exc, click.UsageError):
+        hint = ""
+        if exc.ctx is not None:
+            hint = f"; see '{exc.ctx.command_path} --help'"
+        return one_line(exc.format_message()).rstrip(".") + hint, EXIT_USAGE
+    if isinstance(exc, click.ClickException):
+        return one_line(exc.format_message()), exc.exit_code
+    if isinstance(exc, (KeyboardInterrupt, click.Abort)):
+        return "interrupted", EXIT_INTERRUPTED
+    return None
+
+
+def settle(outcomes: list[Outcome]) -> list[Outcome]:
+    """Give each failed run of a sweep the exit status of its error's kind (its JSON record's
+    ``exit_status``); returns ``outcomes``."""
+    for outcome in outcomes:
+        if outcome.kind is not None:
+            outcome.status = STATUS[Kind(outcome.kind)]
+    return outcomes
+
+
 def epilog(extra: str = "") -> str:
     return f"{extra}\n\n{UNITS}" if extra else UNITS
 
 
-# --------------------------------------------------------------------------- shared options
+# --------------------------------------------------------------------------- options from the options objects
 
 
-def ssd_option(f: F) -> F:
-    return click.option(
-        "--ssd",
-        default="paper",
-        show_default=True,
-        metavar="PRESET|FILE.toml",
-        help="SSD: a preset name (see 'pcstream presets') or an SSD config TOML file.",
-    )(f)
+def _click_type(f: dataclasses.Field[Any], spec: options.Spec) -> click.ParamType | None:
+    if spec.kind == "size":
+        return SIZE
+    if spec.kind == "dir":
+        return click.Path(file_okay=False)
+    if spec.kind == "existing_dir":
+        return click.Path(exists=True, file_okay=False)
+    if spec.choices is not None:
+        return click.Choice(spec.choices)
+    if spec.low is None and spec.high is None:
+        return None
+    if str(f.type).startswith("float"):
+        return click.FloatRange(spec.low, spec.high, min_open=spec.low_open)
+    return click.IntRange(
+        None if spec.low is None else int(spec.low), None if spec.high is None else int(spec.high)
+    )
 
 
-def prefill_option(f: F) -> F:
-    return click.option(
-        "--prefill",
-        type=click.FloatRange(0.0, 1.0),
-        default=0.0,
-        show_default=True,
-        metavar="SHARE",
-        help="Age the SSD first: write this share of its logical pages once, sequentially, as cold data.",
-    )(f)
+def _click_option(f: dataclasses.Field[Any], spec: options.Spec) -> Callable[[F], F]:
+    """The click option of one field: its spelling, type, default, unit and help."""
+    flag = options.flag_of(f.name, spec)
+    decls = [f"{flag}/{spec.negative}" if spec.negative else flag, f.name]
+    kwargs: dict[str, Any] = {"help": spec.help}
+    if spec.show_default:
+        kwargs["show_default"] = True
+    if spec.unit is not None:
+        kwargs["metavar"] = spec.unit
+    if spec.repeat:
+        kwargs["multiple"] = True
+    else:
+        kwargs["default"] = spec.cli_default if f.default is dataclasses.MISSING else f.default
+        if str(f.type) == "bool" and spec.negative is None:
+            kwargs["is_flag"] = True
+    click_type = _click_type(f, spec)
+    if click_type is not None:
+        kwargs["type"] = click_type
+    return click.option(*decls, **kwargs)
 
 
-def warmup_option(f: F) -> F:
-    return click.option(
-        "--warmup",
-        type=click.IntRange(min=0),
-        default=0,
-        show_default=True,
-        metavar="PAGES",
-        help="Exclude the trace's first PAGES host pages (4 KiB) from every measured figure.",
-    )(f)
+def field_options(cls: type, *names: str) -> Callable[[F], F]:
+    """The click options of the fields ``names`` of the options class ``cls`` (all its fields an
+    option sets when none are named), shown in the order named."""
+    fields = dict((f.name, (f, spec)) for f, spec in options.fields_of(cls))
+    chosen = names or tuple(name for name, (_, spec) in fields.items() if spec.cli)
+
+    def decorate(func: F) -> F:
+        for name in reversed(chosen):
+            func = _click_option(*fields[name])(func)
+        return func
+
+    return decorate
 
 
-def seed_option(f: F, default: int = 0) -> F:
-    return click.option(
-        "--seed",
-        type=click.IntRange(min=0),
-        default=default,
-        show_default=True,
-        metavar="N",
-        help="Seed of every random choice; equal inputs and seed give identical results.",
-    )(f)
+def pack_options(cls: type, into: str = "opts") -> Callable[[F], F]:
+    """Gather the values of ``cls``'s options (see :func:`field_options`) into one ``cls`` object,
+    passed to the command as the keyword ``into``."""
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            values: dict[str, Any] = {}
+            for f, spec in options.fields_of(cls):
+                if spec.cli and f.name in kwargs:
+                    value = kwargs.pop(f.name)
+                    values[f.name] = (
+                        tuple((parse_params(value) or {}).items()) if spec.kind == "pairs" else value
+                    )
+            kwargs[into] = cls(**values)
+            return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
-def timing_option(f: F) -> F:
-    return click.option(
-        "--timing/--no-timing",
-        default=True,
-        show_default=True,
-        help="Model die timing (IOPS, latency). --no-timing is faster and leaves WAF unchanged.",
-    )(f)
+# Options several verbs share, each defined once in pcstream.options.
+ssd_option = field_options(options.SimOptions, "ssd")
+warmup_option = field_options(options.SimOptions, "warmup")
+seed_option = field_options(options.SimOptions, "seed")
+timing_option = field_options(options.SimOptions, "timing")
+# --age SHARE, --age-seed N, --age-churn ROUNDS (the verb gets ``age``, ``age_seed``, ``age_churn``).
+aging_options = field_options(options.MapOptions, "age", "age_seed", "age_churn")
 
 
 def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per line).")(f)
-
-
-def aging_options(f: F) -> F:
-    """--age SHARE, --age-seed N, --age-churn ROUNDS (the verb gets ``age``, ``age_seed``,
-    ``age_churn``; build a :class:`pcstream.aging.Aging` from them)."""
-    f = click.option(
-        "--age-churn",
-        type=click.IntRange(min=0),
-        default=0,
-        show_default=True,
-        metavar="ROUNDS",
-        help="ROUNDS rounds that fill the file system to 98 % and delete random files back down to "
-        "SHARE, so the free space is fragmented, and without discard still holds deleted data on the "
-        "device, as on a used file system.",
-    )(f)
-    f = click.option(
-        "--age-seed",
-        type=click.IntRange(min=0),
-        default=0,
-        show_default=True,
-        metavar="N",
-        help="Seed of the aging's file sizes and names (same seed, same aged file system).",
-    )(f)
-    return click.option(
-        "--age",
-        type=click.FloatRange(0.0, 0.99, min_open=True),
-        default=None,
-        metavar="SHARE",
-        help="Age the file system first: fill it with cold files (sizes of a published file-system "
-        "study, spread over a directory tree) until SHARE of its blocks are in use; the program "
-        "then runs in what is left. The aged state leads the trace (docs/FSMODEL.md).",
-    )(f)
 
 
 # --------------------------------------------------------------------------- argument types and checks

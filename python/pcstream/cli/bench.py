@@ -17,6 +17,7 @@ from pcstream.cli._common import (
     ssd_option,
     stdout,
 )
+from pcstream.options import SimOptions
 
 EXTRA = """\b
 Figures: page_ops_per_s = simulated page operations (host writes, GC
@@ -38,6 +39,7 @@ bytes_per_page = peak memory per physical page of the SSD."""
     metavar="N",
     help="Host pages (4 KiB) to write; 0 = the engine's default for the SSD.",
 )
+# A benchmark's own defaults: no timing model (the engine's raw speed), workload seed 1.
 @click.option(
     "--timing/--no-timing",
     default=False,
@@ -51,7 +53,7 @@ bytes_per_page = peak memory per physical page of the SSD."""
 def command(ssd: str, policy: str, pages: int, timing: bool, seed: int, as_json: bool) -> None:
     """Measure how fast the engine simulates (page ops/s) and how much memory it needs."""
     ssd = resolve_ssd(ssd)
-    result = api.bench(ssd=ssd, policy=policy, pages=pages, timing=timing, seed=seed)
+    result = api.bench(SimOptions(ssd=ssd, timing=timing, seed=seed), policy=policy, pages=pages)
     if as_json:
         print_json(result)
         return

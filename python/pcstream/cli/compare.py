@@ -10,6 +10,9 @@ import click
 
 from pcstream import tracemeta
 from pcstream.cli._common import (
+    EXIT_INPUT,
+    EXIT_USAGE,
+    CliError,
     epilog,
     json_option,
     outcomes_table,
@@ -17,13 +20,14 @@ from pcstream.cli._common import (
     progress_bar,
     report_failures,
     seed_option,
+    settle,
     timing_option,
     warmup_option,
 )
 from pcstream.cli._common import stdout as stdout_console
 from pcstream.compare import sweep
 from pcstream.compare.jobs import default_jobs
-from pcstream.errors import EXIT_INPUT, EXIT_USAGE, CliError
+from pcstream.options import SimOptions
 from pcstream.report import RunInfo, require, write_report, write_results
 from pcstream.workloads.recipes import SUITE_SSD
 
@@ -146,18 +150,13 @@ def command(
     if not policies:
         raise click.UsageError("--policies is empty; give 'all' or names such as baseline,hotcold")
     n_jobs = jobs or default_jobs()
+    cdf_points = sweep.REPORT_CDF_POINTS if report_dir is not None else 0
+    sim = SimOptions(warmup=warmup, seed=seed, timing=timing, cdf_points=cdf_points)
     job_list = sweep.make_jobs(
-        traces,
-        policies,
-        ssd=ssd_list,
-        prefill=prefill if prefill_given else None,
-        warmup=warmup,
-        seed=seed,
-        timing=timing,
-        cdf_points=sweep.REPORT_CDF_POINTS if report_dir is not None else 0,
+        traces, policies, sim, ssd=ssd_list, prefill=prefill if prefill_given else None
     )
     with progress_bar("compare", unit="runs") as progress:
-        outcomes = sweep.run(job_list, n_jobs, ray_address, progress)
+        outcomes = settle(sweep.run(job_list, n_jobs, ray_address, progress))
     if as_json:
         for outcome in outcomes:
             print_json(outcome.record())
@@ -180,7 +179,7 @@ def command(
             timing=timing,
             executor=sweep.executor_name(n_jobs, ray_address),
             command=sweep.command_line(
-                traces, policy_spec, ssd_list, prefill if prefill_given else None, warmup, seed, timing
+                traces, policy_spec, ssd_list, prefill if prefill_given else None, sim
             ),
         )
         index = write_report(outcomes, report_dir, info)
@@ -209,10 +208,10 @@ def _checked(
         if ctx.get_parameter_source("ssds") is click.core.ParameterSource.DEFAULT:
             ssds = (SUITE_SSD,)
     if results_dir is not None:
-        require("--results", ["pyarrow"])
+        require("results", ["pyarrow"])
         _prepare_dir(results_dir)
     if report_dir is not None:
-        require("--report")
+        require("report")
         _prepare_dir(report_dir)
     ssd_list = list(dict.fromkeys(ssds))
     prefill_given = ctx.get_parameter_source("prefill") is not click.core.ParameterSource.DEFAULT

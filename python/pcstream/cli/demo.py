@@ -10,9 +10,10 @@ from typing import Any
 import click
 
 from pcstream import api
-from pcstream.cli._common import epilog, outcomes_table, progress_bar, report_failures, stdout
+from pcstream.cli._common import epilog, outcomes_table, progress_bar, report_failures, settle, stdout
 from pcstream.compare import sweep
 from pcstream.compare.jobs import default_jobs
+from pcstream.options import SimOptions
 from pcstream.report import RunInfo, answer, write_report
 from pcstream.workloads.recipes import SUITE_SSD
 
@@ -78,27 +79,19 @@ def command(
     policies = api.policy_names()
     n_jobs = jobs or default_jobs()
     click.echo(f"comparing {len(policies)} policies on {len(traces)} traces with {n_jobs} job(s)", err=True)
-    jobs_list = sweep.make_jobs(
-        traces,
-        policies,
-        ssd=ssd,
-        prefill=None,
-        warmup=0,
-        seed=SEED,
-        timing=timing,
-        cdf_points=sweep.REPORT_CDF_POINTS,
-    )
+    sim = SimOptions(seed=SEED, timing=timing, cdf_points=sweep.REPORT_CDF_POINTS)
+    jobs_list = sweep.make_jobs(traces, policies, sim, ssd=ssd, prefill=None)
     with progress_bar("compare", unit="runs") as progress:
-        outcomes = sweep.run(jobs_list, n_jobs, progress=progress)
+        outcomes = settle(sweep.run(jobs_list, n_jobs, progress=progress))
     info = RunInfo(
         policies=policies,
         ssds=[ssd],
         prefill=PREFILL,
-        warmup=0,
-        seed=SEED,
-        timing=timing,
+        warmup=sim.warmup,
+        seed=sim.seed,
+        timing=sim.timing,
         executor=sweep.executor_name(n_jobs, None),
-        command=sweep.command_line(traces, "all", [ssd], None, 0, SEED, timing),
+        command=sweep.command_line(traces, "all", [ssd], None, sim),
     )
     index = write_report(outcomes, out_dir, info)
     results_path = os.path.join(out_dir, "results.jsonl")

@@ -7,8 +7,8 @@ import os
 import click
 
 from pcstream import api
-from pcstream.cli._common import epilog, json_option, print_json
-from pcstream.errors import EXIT_INPUT, CliError, prepare_output, require_file
+from pcstream.cli._common import EXIT_INPUT, CliError, epilog, json_option, print_json
+from pcstream.errors import prepare_output, require_file
 
 KINDS = ("uniform", "zipf", "pareto", "normal", "hotcold", "seq", "mix", "lsm")
 

@@ -6,21 +6,20 @@ from typing import Any
 
 import click
 
-from pcstream import mapstage
-from pcstream.aging import Aging
+from pcstream import api, mapstage
 from pcstream.cli._common import (
-    SIZE,
-    SIZE_HELP,
-    aging_options,
     epilog,
+    field_options,
     fmt,
     json_option,
     key_value_table,
+    pack_options,
     print_json,
     progress_bar,
 )
 from pcstream.cli._common import stdout as stdout_console
 from pcstream.errors import prepare_output, require_file
+from pcstream.options import MapOptions
 
 EXTRA = """\b
 The model (ext4 with its defaults, jbd2 in ordered mode, delayed
@@ -51,43 +50,10 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
 )
 @click.argument("file_trace", metavar="FILE_TRACE")
 @click.option("-o", "--out", required=True, metavar="BLOCK_TRACE", help="Block trace to write (Parquet).")
-@click.option(
-    "--fs", type=click.Choice(["ext4"]), default="ext4", show_default=True, help="File-system model."
-)
-@click.option(
-    "--capacity",
-    type=SIZE,
-    default=mapstage.DEFAULT_CAPACITY,
-    show_default=True,
-    help=f"File-system size: {SIZE_HELP}.",
-)
-@click.option(
-    "--mount-opts",
-    default="",
-    metavar="OPTS",
-    help="ext4-style mount options, comma-separated (e.g. nodiscard,commit=5).",
-)
-@click.option(
-    "--device",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="ST_DEV",
-    help="Model only the files of this device (st_dev as recorded); others are skipped.",
-)
-@aging_options
+@field_options(MapOptions, "fs", "capacity", "mount_opts", "device", "age", "age_seed", "age_churn")
 @json_option
-def command(
-    file_trace: str,
-    out: str,
-    fs: str,
-    capacity: int,
-    mount_opts: str,
-    device: int | None,
-    age: float | None,
-    age_seed: int,
-    age_churn: int,
-    as_json: bool,
-) -> None:
+@pack_options(MapOptions)
+def command(file_trace: str, out: str, opts: MapOptions, as_json: bool) -> None:
     """Replay FILE_TRACE (from 'pcstream record') through the ext4 model and write the block
     trace it would cause (data, journal and metadata writes, TRIMs, flushes) to BLOCK_TRACE.
 
@@ -96,19 +62,11 @@ def command(
     require_file(file_trace, "file-level trace")
     prepare_output(out, [file_trace])
     with progress_bar("map", unit="events") as progress:
-        summary = mapstage.map_trace(
-            file_trace,
-            out,
-            capacity,
-            mount_opts,
-            device,
-            progress=progress,
-            age=Aging(age, age_seed, age_churn),
-        )
+        summary = api.map_trace(file_trace, out, opts, progress=progress)
     if as_json:
         print_json(summary)
         return
     console = stdout_console()
-    console.print(key_value_table(f"{file_trace} -> {out} ({fs})", summary_rows(summary)))
+    console.print(key_value_table(f"{file_trace} -> {out} ({opts.fs})", summary_rows(summary)))
     for warning in summary.get("warnings") or []:
         click.echo(f"warning: {warning}", err=True)

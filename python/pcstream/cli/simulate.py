@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 from typing import Any
@@ -12,23 +13,22 @@ from rich.table import Table
 
 from pcstream import api, diagnose, live
 from pcstream.cli._common import (
+    EXIT_FAILURE,
+    CliError,
     epilog,
+    field_options,
     fmt,
     fmt_bytes,
     fmt_share,
     json_option,
     key_value_table,
-    parse_params,
-    prefill_option,
+    pack_options,
     progress_bar,
     resolve_ssd,
-    seed_option,
-    ssd_option,
-    timing_option,
-    warmup_option,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.errors import EXIT_FAILURE, CliError, check_output, prepare_output, require_file
+from pcstream.errors import check_output, prepare_output, require_file
+from pcstream.options import SimOptions
 from pcstream.outputs import atomic_write
 
 CDF_POINTS = 1000
@@ -111,72 +111,34 @@ def write_cdf(path: str, cdf: list[list[float]]) -> None:
     metavar="NAME",
     help="Placement policy (see 'pcstream policies'), e.g. baseline, hotcold, pcstream.",
 )
-@ssd_option
-@prefill_option
-@warmup_option
-@click.option(
-    "--table",
-    metavar="FILE",
-    help="Persistent PC→stream table (JSON) for policies that keep one (e.g. pcstream): loaded at the "
-    "start if FILE exists, saved at the end.",
-)
-@seed_option
-@timing_option
-@click.option(
-    "--param",
-    "param",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Policy parameter (repeatable); see the policy's documentation.",
-)
+@field_options(SimOptions)
 @click.option(
     "--cdf",
     metavar="FILE.csv",
     help="Write the latency CDF (latency_us, fraction) to this CSV file; needs timing.",
 )
 @json_option
-def command(
-    trace: str,
-    policy: str,
-    ssd: str,
-    prefill: float,
-    warmup: int,
-    table: str | None,
-    seed: int,
-    timing: bool,
-    param: tuple[str, ...],
-    cdf: str | None,
-    as_json: bool,
-) -> None:
+@pack_options(SimOptions)
+def command(trace: str, policy: str, opts: SimOptions, cdf: str | None, as_json: bool) -> None:
     """Replay TRACE (a block trace, Parquet) on a simulated SSD with placement policy NAME.
 
     Prints WAF, GC copies, erases, IOPS, latency percentiles and per-stream lifetimes; --json prints
     the same as one JSON object.
     """
-    params = parse_params(param)
-    if cdf is not None and not timing:
+    if cdf is not None and not opts.timing:
         raise click.UsageError("--cdf needs the timing model; drop --no-timing")
     require_file(trace, "trace file")
+    table = opts.table
     if table is not None:
-        check_output(table, [trace, ssd], quiet=True)  # read, then replaced: no notice
+        check_output(table, [trace, opts.ssd], quiet=True)  # read, then replaced: no notice
     if cdf is not None:
-        prepare_output(cdf, [trace, ssd] + ([table] if table else []))
-    ssd = resolve_ssd(ssd)
+        prepare_output(cdf, [trace, opts.ssd] + ([table] if table else []))
+    opts = dataclasses.replace(
+        opts, ssd=resolve_ssd(opts.ssd), cdf_points=CDF_POINTS if cdf is not None else 0
+    )
 
     with progress_bar(f"simulate {policy}") as progress:
-        text = api.simulate_json(
-            trace,
-            policy,
-            ssd=ssd,
-            prefill=prefill,
-            warmup=warmup,
-            seed=seed,
-            timing=timing,
-            table=table,
-            params=params,
-            progress=progress,
-            cdf_points=CDF_POINTS if cdf is not None else 0,
-        )
+        text = api.simulate_json(trace, policy, opts, progress=progress)
 
     if table is not None and policy in live.TABLE_POLICIES:
         live.stamp_signature(table, trace)  # the signature method 'pcstream run' must use
@@ -194,7 +156,7 @@ def command(
         click.echo(text.strip() if cdf is None else json.dumps(result, separators=(",", ":")))
         return
     console = stdout_console()
-    for rendered in render(result, timing):
+    for rendered in render(result, opts.timing):
         console.print(rendered)
     if diagnose.little_gc(result):
         click.echo(

@@ -13,8 +13,11 @@ from rich.table import Table
 from pcstream import api, compose
 from pcstream.aging import Aging
 from pcstream.cli._common import (
+    EXIT_FAILURE,
+    EXIT_INPUT,
     SIZE,
     SIZE_HELP,
+    CliError,
     aging_options,
     epilog,
     fmt,
@@ -24,8 +27,8 @@ from pcstream.cli._common import (
     resolve_ssd,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, CliError
 from pcstream.groundtruth import loopdev, validation
+from pcstream.options import RecordOptions
 
 EXTRA = """\b
 Compared: bytes written, journal + metadata share of them (and each
@@ -200,7 +203,16 @@ def command(
             raise click.UsageError("--run needs a command: pcstream validate --run -- CMD [ARGS...]")
         where = Path(out or "validate-run")
         pages = capacity if capacity is not None else int(api.ssd_summary(ssd)["logical_pages"])
-        status, captured = compose.record_block(list(args), where, pages, mount_opts=mount_opts, age=aging)
+        # One row per write in the file-level trace (no coalescing), as the model sees the calls.
+        capture = RecordOptions(
+            coalesce=False,
+            capacity=pages,
+            mount_opts=mount_opts,
+            age=age,
+            age_seed=age_seed,
+            age_churn=age_churn,
+        )
+        status, captured = compose.record_block(list(args), where, capture)
         if not as_json:
             click.echo(loopdev.summary_line(loopdev.Outputs.at(where), captured), err=True)
         result = validation.validate_capture(args, where, status, captured, ssd, None, progress_bar)

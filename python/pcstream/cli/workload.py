@@ -9,17 +9,19 @@ from rich.table import Table
 
 from pcstream.aging import Aging
 from pcstream.cli._common import (
+    EXIT_FAILURE,
+    EXIT_OK,
     SIZE,
     SIZE_HELP,
     aging_options,
     epilog,
     print_json,
     progress_bar,
+    spelling,
     stderr,
     stdout,
 )
-from pcstream.errors import EXIT_FAILURE, EXIT_OK
-from pcstream.record import shimrun
+from pcstream.options import METHODS
 from pcstream.workloads import bundle, recording
 from pcstream.workloads.packages import missing_packages
 from pcstream.workloads.recipes import (
@@ -73,6 +75,7 @@ def suite(
         say=stderr().print,
         bar=progress_bar,
         age=age if age.share is not None else bundle.SUITE_AGING,
+        spelling=spelling,
     )
     if as_json:
         print_json(manifest)
@@ -103,7 +106,7 @@ def listing() -> Table:
 @click.option("--record", "do_record", is_flag=True, help="Run the recipe (default: show it).")
 @click.option("-o", "--output-dir", default="traces", show_default=True, metavar="DIR",
               help="Where NAME.file.parquet (file level) and NAME.parquet (block level) go.")  # fmt: skip
-@click.option("--method", type=click.Choice(shimrun.METHODS), default="auto", show_default=True,
+@click.option("--method", type=click.Choice(METHODS), default="auto", show_default=True,
               help="Stack walk for the PC signatures (see 'pcstream record').")  # fmt: skip
 @click.option("--capacity", type=SIZE, default=None, metavar="SIZE",
               help=f"File-system size for the map to blocks: {SIZE_HELP}  [default: the logical "

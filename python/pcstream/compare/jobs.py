@@ -9,6 +9,7 @@ executor runs the same :func:`run_job`, so their results are identical (wall-clo
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -17,7 +18,13 @@ from typing import Any
 
 from pcstream import api
 from pcstream.compare.outcome import Job, Outcome
-from pcstream.errors import EXIT_FAILURE, EXIT_USAGE, CliError, classify, one_line, require_file
+from pcstream.errors import BadParameter, describe, one_line, require_file
+
+# How to get a Ray cluster, after a failed connection ({param}: how the caller spells the option).
+RAY_HOW = (
+    "start one with 'ray start --head' and pass its address, "
+    "or give {param} without an address for a local Ray"
+)
 
 
 def run_job(job: Job) -> Outcome:
@@ -26,24 +33,16 @@ def run_job(job: Job) -> Outcome:
         require_file(job.trace, "trace file")
         if _looks_like_path(job.ssd):
             require_file(job.ssd, "SSD config file")
-        result = api.simulate(
-            job.trace,
-            job.policy,
-            ssd=job.ssd,
-            prefill=job.prefill,
-            warmup=job.warmup,
-            seed=job.seed,
-            timing=job.timing,
-            params=dict(job.params) or None,
-            cdf_points=job.cdf_points if job.timing else 0,
-        )
-        return Outcome(job, result=result)
-    except Exception as exc:  # classify() decides what is a user error; Ctrl-C is not an Exception
-        found = classify(exc)
+        options = job.options
+        if not options.timing and options.cdf_points:
+            options = dataclasses.replace(options, cdf_points=0)  # a CDF needs the timing model
+        return Outcome(job, result=api.simulate(job.trace, job.policy, options))
+    except Exception as exc:  # describe() decides what is a user error; Ctrl-C is not an Exception
+        found = describe(exc)
         if found is None:
             raise
-        message, status = found
-        return Outcome(job, error=message, status=status)
+        message, kind = found
+        return Outcome(job, error=message, kind=kind.value)
 
 
 def _looks_like_path(ssd: str) -> bool:
@@ -56,7 +55,7 @@ def run_jobs(
 ) -> list[Outcome]:
     """Run ``jobs`` with up to ``n_jobs`` worker processes; outcomes in the order of ``jobs``."""
     if n_jobs < 1:
-        raise CliError(f"--jobs must be at least 1, got {n_jobs}", EXIT_FAILURE)
+        raise ValueError(f"n_jobs must be at least 1, got {n_jobs}")
     n_jobs = min(n_jobs, len(jobs)) or 1
     if n_jobs == 1:
         outcomes = []
@@ -98,10 +97,11 @@ def run_jobs_ray(
     try:
         import ray
     except ImportError:
-        raise CliError(
-            "--ray needs the Ray package, which is not installed; run 'pip install ray' "
+        raise BadParameter(
+            "ray",
+            address,
+            "{param} needs the Ray package, which is not installed; run 'pip install ray' "
             "(the version pinned in requirements.lock)",
-            EXIT_USAGE,
         ) from None
     started_here = not ray.is_initialized()
     if started_here:
@@ -134,18 +134,16 @@ def _ray_init(ray: Any, address: str | None, num_cpus: int | None) -> None:
         return
     problem = _unreachable(address)
     if problem is not None:
-        raise CliError(
-            f"--ray {address}: cannot connect to a Ray cluster ({problem}); start one with "
-            "'ray start --head' and pass its address, or give --ray without an address for a local Ray",
-            EXIT_USAGE,
+        raise BadParameter(
+            "ray", address, f"{{param}} {{value}}: cannot connect to a Ray cluster ({problem}); {RAY_HOW}"
         )
     try:
         ray.init(address=address, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise CliError(
-            f"--ray {address}: cannot connect to a Ray cluster ({one_line(str(exc))}); start one with "
-            "'ray start --head' and pass its address, or give --ray without an address for a local Ray",
-            EXIT_USAGE,
+        raise BadParameter(
+            "ray",
+            address,
+            f"{{param}} {{value}}: cannot connect to a Ray cluster ({one_line(str(exc))}); {RAY_HOW}",
         ) from None
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pcstream.options import SimOptions
+
 
 @dataclass(frozen=True)
 class Job:
@@ -16,23 +18,23 @@ class Job:
 
     trace: str
     policy: str
-    ssd: str = "paper"
-    prefill: float = 0.0
-    warmup: int = 0
-    seed: int = 0
-    timing: bool = True
-    params: tuple[tuple[str, str], ...] = ()
-    # Points of the latency CDF to return (0 = none); only meaningful with timing.
-    cdf_points: int = 0
+    options: SimOptions = SimOptions()
+
+    @property
+    def ssd(self) -> str:
+        return self.options.ssd
 
 
 @dataclass
 class Outcome:
-    """The result of a job: ``result`` on success, else ``error`` (one line) and ``status``."""
+    """The result of a job: ``result`` on success, else ``error`` (one line) and its ``kind``
+    (a :class:`pcstream.errors.Kind` value); ``status`` is the exit status the caller gives that
+    kind (the CLI: :func:`pcstream.cli._common.settle`)."""
 
     job: Job
     result: dict[str, Any] | None = None
     error: str | None = None
+    kind: str | None = None
     status: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 

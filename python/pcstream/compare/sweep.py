@@ -5,6 +5,7 @@ callback, and the words that describe the run (executor, reproducing command lin
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from pcstream import api, tracemeta
 from pcstream.compare.jobs import run_jobs, run_jobs_ray
 from pcstream.compare.outcome import Job, Outcome
 from pcstream.errors import prepare_output
+from pcstream.options import SimOptions
 
 # compare ages the SSD by default (simulate does not): steady-state GC is what placement changes.
 DEFAULT_PREFILL = 0.9
@@ -87,30 +89,21 @@ def aged_traces(traces: Sequence[str]) -> list[str]:
 def make_jobs(
     traces: Sequence[str],
     policies: Sequence[str],
+    options: SimOptions,
     *,
     ssd: str | Sequence[str],
     prefill: float | None,
-    warmup: int,
-    seed: int,
-    timing: bool,
-    cdf_points: int = 0,
 ) -> list[Job]:
-    """Traces outer, then SSD configs, policies inner: the order of every output. ``prefill``
-    None: :data:`DEFAULT_PREFILL` for traces without an aged state, none for aged traces (they
+    """Traces outer, then SSD configs, policies inner: the order of every output. Every job
+    simulates with ``options`` but for its SSD (one of ``ssd``) and its prefill: ``prefill``, or
+    when None :data:`DEFAULT_PREFILL` for traces without an aged state, none for aged traces (they
     carry their own)."""
     ssds = [ssd] if isinstance(ssd, str) else list(ssd)
     prefills = {t: prefill if prefill is not None else default_prefill(t) for t in traces}
+    if not options.timing:
+        options = dataclasses.replace(options, cdf_points=0)  # a CDF needs the timing model
     return [
-        Job(
-            trace,
-            policy,
-            ssd=one_ssd,
-            prefill=prefills[trace],
-            warmup=warmup,
-            seed=seed,
-            timing=timing,
-            cdf_points=cdf_points if timing else 0,
-        )
+        Job(trace, policy, dataclasses.replace(options, ssd=one_ssd, prefill=prefills[trace]))
         for trace in traces
         for one_ssd in ssds
         for policy in policies
@@ -150,16 +143,11 @@ def executor_name(n_jobs: int, ray_address: str | None) -> str:
 
 
 def command_line(
-    traces: Sequence[str],
-    policy_spec: str,
-    ssds: Sequence[str],
-    prefill: float | None,
-    warmup: int,
-    seed: int,
-    timing: bool,
+    traces: Sequence[str], policy_spec: str, ssds: Sequence[str], prefill: float | None, options: SimOptions
 ) -> str:
     """The compare command that reproduces these results (executor options left out; ``prefill``
-    None: the default, per trace)."""
+    None: the default, per trace; ``options``: the warm-up, seed and timing of every run)."""
+    warmup, seed, timing = options.warmup, options.seed, options.timing
     words = ["pcstream", "compare", *traces, "--policies", policy_spec]
     for ssd in ssds:
         words += ["--ssd", ssd]

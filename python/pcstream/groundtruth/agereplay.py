@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pcstream.errors import EXIT_FAILURE, CliError
+from pcstream.errors import Failure
 from pcstream.units import PAGE_BYTES
 
 CHUNK = 1 << 20
@@ -50,8 +50,8 @@ def replay(plan: Sequence[dict[str, Any]], mount: Path) -> dict[str, Any]:
         rel = str(op.get("path", ""))
         path = (root / rel).resolve()
         if not rel or rel.startswith("/") or root not in path.parents:
-            raise CliError(
-                f"aging plan operation {i}: path {rel!r} is not inside the file system", EXIT_FAILURE
+            raise Failure(
+                f"aging plan operation {i}: path {rel!r} is not inside the file system",
             )
         try:
             if kind == "create":
@@ -73,11 +73,11 @@ def replay(plan: Sequence[dict[str, Any]], mount: Path) -> dict[str, Any]:
                 path.unlink()
                 counts["deletes"] += 1
             else:
-                raise CliError(f"aging plan operation {i}: unknown op {kind!r}", EXIT_FAILURE)
+                raise Failure(f"aging plan operation {i}: unknown op {kind!r}")
         except OSError as exc:
             why = "the file system is full" if exc.errno == errno.ENOSPC else exc.strerror
-            raise CliError(
-                f"aging the real file system failed at operation {i} ({kind} {rel}): {why}", EXIT_FAILURE
+            raise Failure(
+                f"aging the real file system failed at operation {i} ({kind} {rel}): {why}",
             ) from None
     os.sync()
     counts["seconds"] = round(time.monotonic() - t0, 3)

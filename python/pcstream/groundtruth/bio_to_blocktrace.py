@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pcstream import api, tracemeta
-from pcstream.errors import EXIT_FAILURE, CliError
+from pcstream.errors import Failure
 from pcstream.groundtruth import biotracer as bc
 from pcstream.units import PAGE_BYTES
 
@@ -268,9 +268,8 @@ def classify(cap: bc.Capture, capacity_pages: int) -> Bios:
     moving = is_write | is_trim | is_read
     if moving.any() and int(end[moving].max()) > capacity_pages:
         bad = int(np.flatnonzero(moving & (end > capacity_pages))[0])
-        raise CliError(
+        raise Failure(
             f"a captured bio ends at page {int(end[bad])}, beyond the image's {capacity_pages} pages",
-            EXIT_FAILURE,
         )
     base = int(bios["ts_ns"][0]) if len(bios) else 0
     return Bios(

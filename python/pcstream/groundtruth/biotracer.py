@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from pcstream.errors import EXIT_FAILURE, CliError
+from pcstream.errors import Failure
 
 BINARY = Path(__file__).resolve().parent.parent / "_bpf" / "pcbio-capture"
 BTF = Path("/sys/kernel/btf/vmlinux")
@@ -121,12 +121,12 @@ class BioCapture:
             if not chunk:
                 self.close()
                 why = self._stderr() or ("no answer" if not ready else "it exited")
-                raise CliError(f"the BPF capture did not start: {why}", EXIT_FAILURE)
+                raise Failure(f"the BPF capture did not start: {why}")
             line += chunk
         if line.strip() != b"ready":
             self.close()
-            raise CliError(
-                f"the BPF capture did not start: {line.decode(errors='replace').strip()}", EXIT_FAILURE
+            raise Failure(
+                f"the BPF capture did not start: {line.decode(errors='replace').strip()}",
             )
 
     def _stderr(self) -> str:
@@ -143,17 +143,17 @@ class BioCapture:
             out, _ = self.proc.communicate(timeout=STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             self.close()
-            raise CliError("the BPF capture did not stop within a minute", EXIT_FAILURE) from None
+            raise Failure("the BPF capture did not stop within a minute") from None
         status = self.proc.returncode
         self.proc = None
         if status != 0:
-            raise CliError(f"the BPF capture failed (exit {status}): {self._stderr()}", EXIT_FAILURE)
+            raise Failure(f"the BPF capture failed (exit {status}): {self._stderr()}")
         with contextlib.suppress(OSError):
             self._err_path.unlink()
         try:
             return dict(json.loads(out.decode().strip().splitlines()[-1]))
         except (ValueError, IndexError):
-            raise CliError(f"the BPF capture ended without its counts: {out[:200]!r}", EXIT_FAILURE) from None
+            raise Failure(f"the BPF capture ended without its counts: {out[:200]!r}") from None
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -181,11 +181,11 @@ def read(path: Path) -> Capture:
     """Read a capture file (see the module's docstring); a file that is not one is an error."""
     raw = np.fromfile(path, dtype=np.uint8)
     if raw.size < RECORD_BYTES or raw.size % RECORD_BYTES:
-        raise CliError(f"{path}: not a pcbio capture ({raw.size} bytes)", EXIT_FAILURE)
+        raise Failure(f"{path}: not a pcbio capture ({raw.size} bytes)")
     recs = raw.reshape(-1, RECORD_BYTES)
     head = np.ascontiguousarray(recs[:1]).view(HEADER_DTYPE).reshape(-1)[0]
     if head["kind"] != KIND_HEADER or not bytes(head["magic"]).startswith(b"PCBIO") or head["version"] != 1:
-        raise CliError(f"{path}: not a pcbio capture of version 1", EXIT_FAILURE)
+        raise Failure(f"{path}: not a pcbio capture of version 1")
     kinds = recs[:, 0]
     bios = np.ascontiguousarray(recs[kinds == KIND_BIO]).view(BIO_DTYPE).reshape(-1)
     runs = np.ascontiguousarray(recs[kinds == KIND_RUN]).view(RUN_DTYPE).reshape(-1)
@@ -197,7 +197,7 @@ def read(path: Path) -> Capture:
     else:
         cap.warnings.append("the capture file has no end record (the loader did not stop cleanly)")
     if len(runs) and int(runs["bio"].max()) >= len(bios):
-        raise CliError(f"{path}: a run names a bio that is not in the file", EXIT_FAILURE)
+        raise Failure(f"{path}: a run names a bio that is not in the file")
     return cap
 
 

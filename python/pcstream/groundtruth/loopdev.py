@@ -56,15 +56,13 @@ from typing import Any
 
 from pcstream import api
 from pcstream.aging import Aging
-from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, EXIT_USAGE, CliError
+from pcstream.errors import Failure, InputError, NotRoot, UsageError
 from pcstream.groundtruth import agereplay, bio_to_blocktrace, biotracer
 from pcstream.groundtruth.ext4layout import Layout, parse_debugfs_stats, parse_dumpe2fs
 from pcstream.groundtruth.tracefs import EVENT, BlockCapture, tracefs_root, tracefs_to_blkparse
 from pcstream.record import runner
 from pcstream.units import PAGE_BYTES
 
-# sysexits.h EX_NOPERM: the run needs root.
-EXIT_NOT_ROOT = 77
 # Mount options matching the model's defaults (docs/FSMODEL.md).
 DEFAULT_MOUNT_OPTS = "discard,noatime"
 # 4 KiB blocks, mke2fs's default inode ratio and size for every image size (small images would
@@ -94,10 +92,10 @@ def _run(cmd: list[str], what: str, input_text: str | None = None) -> str:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, input=input_text, check=False)
     except OSError as exc:
-        raise CliError(f"{cmd[0]}: cannot run ({exc.strerror}); is it installed?", EXIT_FAILURE) from None
+        raise Failure(f"{cmd[0]}: cannot run ({exc.strerror}); is it installed?") from None
     if proc.returncode != 0:
         msg = " ".join((proc.stderr or proc.stdout).split())[:300]
-        raise CliError(f"{what} failed: {' '.join(cmd)}: {msg or f'exit {proc.returncode}'}", EXIT_FAILURE)
+        raise Failure(f"{what} failed: {' '.join(cmd)}: {msg or f'exit {proc.returncode}'}")
     return proc.stdout
 
 
@@ -116,14 +114,14 @@ def choose_capture(method: str | None = None) -> tuple[str, str | None]:
     run is a one-line error naming what is missing."""
     method = method or os.environ.get(CAPTURE_ENV) or "auto"
     if method not in CAPTURES:
-        raise CliError(f"{CAPTURE_ENV}={method}: use one of {', '.join(CAPTURES)}", EXIT_USAGE)
+        raise UsageError(f"{CAPTURE_ENV}={method}: use one of {', '.join(CAPTURES)}")
     if method == "tracefs":
         return "tracefs", None
     why = biotracer.unavailable()
     if why is None:
         return "bpf", None
     if method == "bpf":
-        raise CliError(f"record --block: {why}", EXIT_FAILURE)
+        raise Failure(f"record {{block}}: {why}", params=("block",))
     return "tracefs", why
 
 
@@ -131,20 +129,21 @@ def check_environment(tracefs: bool = True) -> None:
     """Root, the tools, loop devices and (``tracefs``) tracefs — or a one-line error saying what
     is missing."""
     if os.geteuid() != 0:
-        raise CliError(
-            "record --block needs root (it makes a loop device, mounts it and reads tracefs); "
-            "run it as root, or record without --block",
-            EXIT_NOT_ROOT,
+        raise NotRoot(
+            "record {block} needs root (it makes a loop device, mounts it and reads tracefs); "
+            "run it as root, or record without {block}",
+            params=("block",),
         )
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
-        raise CliError(
-            f"record --block needs {', '.join(missing)}; install e2fsprogs, mount and util-linux",
-            EXIT_FAILURE,
+        raise Failure(
+            f"record {{block}} needs {', '.join(missing)}; install e2fsprogs, mount and util-linux",
+            params=("block",),
         )
     if not Path("/dev/loop-control").exists():
-        raise CliError(
-            "record --block needs loop devices (/dev/loop-control is missing); modprobe loop", EXIT_FAILURE
+        raise Failure(
+            "record {block} needs loop devices (/dev/loop-control is missing); modprobe loop",
+            params=("block",),
         )
     if tracefs:
         tracefs_root()
@@ -520,11 +519,15 @@ def load_layout(path: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise CliError(
-            f"{path}: not a readable layout file ({exc}); re-run record --block", EXIT_INPUT
+        raise InputError(
+            path,
+            f"{path}: not a readable layout file ({exc}); re-run record {{block}}",
+            params=("block",),
         ) from None
     if not isinstance(value, dict) or "fs_dev" not in value:
-        raise CliError(f"{path}: not a layout file of record --block (no fs_dev)", EXIT_INPUT)
+        raise InputError(
+            path, f"{path}: not a layout file of record {{block}} (no fs_dev)", params=("block",)
+        )
     return value
 
 

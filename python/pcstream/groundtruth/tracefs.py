@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from pcstream.errors import EXIT_FAILURE, CliError
+from pcstream.errors import Failure
 
 TRACEFS = Path("/sys/kernel/tracing")
 EVENT = "block_bio_queue"
@@ -28,10 +28,9 @@ def tracefs_root() -> Path:
     if not (TRACEFS / "instances").is_dir():
         subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True, check=False)
     if not (TRACEFS / "instances").is_dir() or not (TRACEFS / "events" / "block" / EVENT).is_dir():
-        raise CliError(
+        raise Failure(
             f"tracefs with block events is not available at {TRACEFS} (mount -t tracefs nodev {TRACEFS} "
             "failed or the kernel has no block tracepoints)",
-            EXIT_FAILURE,
         )
     return TRACEFS
 
@@ -102,7 +101,7 @@ class BlockCapture:
         if self._thread is not None:
             self._thread.join(timeout=30)
         if self._error is not None:
-            raise CliError(f"{self.dir}/trace_pipe: reading failed ({self._error})", EXIT_FAILURE)
+            raise Failure(f"{self.dir}/trace_pipe: reading failed ({self._error})")
         lost = 0
         for stats in sorted((self.dir / "per_cpu").glob("cpu*/stats")):
             for line in stats.read_text().splitlines():

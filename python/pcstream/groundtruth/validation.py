@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 
 from pcstream import api, mapstage, pclabels, tracemeta
 from pcstream.aging import Aging
-from pcstream.errors import EXIT_FAILURE, EXIT_INPUT, CliError, require_file
+from pcstream.errors import Failure, InputError, require_file
 from pcstream.groundtruth import loopdev
+from pcstream.options import SimOptions
 from pcstream.units import PAGE_BYTES
 
 POLICIES = ("baseline", "oracle")
@@ -276,7 +277,7 @@ def lifetime_rows(
 
 def simulate(trace: str, ssd: str) -> dict[str, float]:
     """WAF of ``trace`` on ``ssd`` (no prefill, no timing) under each of :data:`POLICIES`."""
-    return {p: float(api.simulate(trace, p, ssd=ssd, timing=False)["waf"]) for p in POLICIES}
+    return {p: float(api.simulate(trace, p, SimOptions(ssd=ssd, timing=False))["waf"]) for p in POLICIES}
 
 
 def compare_rows(model: dict[str, Any], real: dict[str, Any]) -> list[dict[str, Any]]:
@@ -323,10 +324,11 @@ def validate(
     capacity = int(real_info["capacity_pages"])
     logical = int(api.ssd_summary(ssd)["logical_pages"])
     if capacity > logical:
-        raise CliError(
+        raise InputError(
+            real_trace,
             f"{real_trace}: capacity {capacity} pages exceeds the {logical} logical pages of SSD {ssd}; "
-            "pick a larger --ssd or capture with --capacity at most that size",
-            EXIT_INPUT,
+            "pick a larger {ssd} or capture with {capacity} at most that size",
+            params=("ssd", "capacity"),
         )
     opts = mount_opts if mount_opts is not None else str(layout.get("mount_opts", ""))
     if layout.get("cpus") and "cpus=" not in opts:
@@ -389,7 +391,7 @@ def validate_capture(
     object with the run's command, time, lost events, capture (bpf or tracefs), attribution rate
     and aging."""
     if status != 0:
-        raise CliError(f"{cmd[0]}: exited with status {status}; nothing compared", EXIT_FAILURE)
+        raise Failure(f"{cmd[0]}: exited with status {status}; nothing compared")
     outputs = loopdev.Outputs.at(where)
     model_out = str(where / "model.parquet") if outputs.block.parent == where else None
     result = validate(

@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from pcstream.errors import EXIT_USAGE, CliError
+from pcstream.errors import Failure, ProgramNotFound, ProgramNotRunnable, UsageError
 from pcstream.record import elf
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -178,30 +178,27 @@ def run(cmd: list[str], env: Mapping[str, str] | None = None, cwd: Path | None =
 # What every run under the shim needs first (``pcstream record``, ``record --block``,
 # ``pcstream run``): the shim itself, the program, and the warnings due before it starts.
 
-EXIT_NOT_FOUND = 127
-EXIT_NOT_RUNNABLE = 126
-
 
 def shim_path() -> Path:
     """The built shim; a one-line error if it is missing."""
     path = Path(__file__).resolve().parents[1] / "_shim" / "pcshim.so"
     if not path.is_file():
-        raise CliError(f"{path}: the record shim is not built; run 'make install' (or 'make shim')")
+        raise Failure(f"{path}: the record shim is not built; run 'make install' (or 'make shim')")
     return path
 
 
 def check_command(cmd: list[str]) -> str:
     """The program ``cmd`` runs (resolved on PATH); a one-line error when there is none."""
     if not cmd:
-        raise CliError("no command to record; usage: pcstream record [OPTIONS] -- CMD [ARGS...]", EXIT_USAGE)
+        raise UsageError("no command to record; usage: pcstream record [OPTIONS] -- CMD [ARGS...]")
     prog = cmd[0]
     if "/" in prog and os.path.exists(prog) and (os.path.isdir(prog) or not os.access(prog, os.X_OK)):
         # As shells do: found but not executable is 126, not found 127.
         why = "permission denied (not an executable file); check its mode"
-        raise CliError(f"{prog}: {why}", EXIT_NOT_RUNNABLE)
+        raise ProgramNotRunnable(f"{prog}: {why}")
     found = shutil.which(prog) if "/" not in prog else prog
     if not found or not os.path.exists(found):
-        raise CliError(f"{prog}: command not found; check it and PATH", EXIT_NOT_FOUND)
+        raise ProgramNotFound(f"{prog}: command not found; check it and PATH")
     return found
 
 

@@ -12,16 +12,15 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import EXIT_INPUT, EXIT_USAGE, CliError, check_output
+from pcstream.errors import BadParameter, InputError, check_output
+from pcstream.options import MAX_FRAMES, METHODS, RecordOptions
 from pcstream.record import runner
 from pcstream.record.symbols import symbolize_or_warn
-
-METHODS = ("auto", "fp", "unwind", "scan")
 
 
 def _check_output(out: Path) -> None:
@@ -30,16 +29,16 @@ def _check_output(out: Path) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     check_output(str(out))
     if not parent.is_dir():
-        raise CliError(f"{out}: directory {parent} does not exist; create it or pick another", EXIT_INPUT)
+        raise InputError(out, f"{out}: directory {parent} does not exist; create it or pick another")
     if not os.access(parent, os.W_OK):
-        raise CliError(f"{out}: directory {parent} is not writable; pick another path", EXIT_INPUT)
+        raise InputError(out, f"{out}: directory {parent} is not writable; pick another path")
     probe = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     try:
         probe.open("wb").close()
         probe.unlink()
     except OSError as exc:
         why = exc.strerror or str(exc)
-        raise CliError(f"{out}: cannot create a file there ({why}); pick another path", EXIT_INPUT) from None
+        raise InputError(out, f"{out}: cannot create a file there ({why}); pick another path") from None
 
 
 def run_under_shim(
@@ -64,41 +63,47 @@ def run_under_shim(
     return runner.run(cmd, env, cwd)
 
 
-def convert(logdir: Path, out: Path, source: str, coalesce: bool = True) -> dict[str, Any]:
+def convert(logdir: Path, out: Path, source: str, options: RecordOptions) -> dict[str, Any]:
     """Convert the shim logs in ``logdir`` into the file-level trace ``out``; the engine's summary.
-    ``coalesce``: fold runs of small contiguous writes (one row per stretch of pages with the same
-    last-writing PC; see docs/RECORD.md)."""
-    return api.record_convert(str(logdir), str(out), source, coalesce)
+    ``options.coalesce``: fold runs of small contiguous writes (one row per stretch of pages with
+    the same last-writing PC; see docs/RECORD.md)."""
+    return api.record_convert(str(logdir), str(out), source, options)
+
+
+# Recording as 'pcstream record' does without options.
+DEFAULT_OPTIONS = RecordOptions()
 
 
 def record(
     cmd: list[str],
     out: Path,
-    method: str = "auto",
-    frames: int = 12,
-    keep_logs: Path | None = None,
-    symbols: bool = True,
-    coalesce: bool = True,
-    symbol_dirs: Sequence[Path] = (),
+    options: RecordOptions = DEFAULT_OPTIONS,
+    *,
     say: Callable[[str], None] | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    """Run ``cmd`` under the shim and write the trace ``out``: (command's exit status, summary).
+    """Run ``cmd`` under the shim and write the trace ``out`` as ``options`` say: (command's exit
+    status, summary).
 
-    ``coalesce``: fold runs of small contiguous writes (the default; False keeps one row per
-    call). ``symbol_dirs``: more places for separate debug files (:mod:`.symbols`). ``say`` gets
-    warnings due before the command runs (a statically linked program); they are also in the
-    summary's ``warnings``. A signal that ends the command (also one sent to us and forwarded)
-    does not stop the conversion: the trace holds what the logs hold."""
+    From ``options``: ``method`` and ``frames`` make the PC signature; ``keep_logs`` keeps the
+    shim's logs in that directory (None: a temporary one, removed); ``coalesce`` folds runs of
+    small contiguous writes (the default; False keeps one row per call); ``no_symbols`` leaves the
+    PC table's frames unnamed; ``symbol_dirs``: more places for separate debug files
+    (:mod:`.symbols`); the ``block`` fields do not apply (see :func:`pcstream.compose.record_block`).
+    ``say`` gets warnings due before the command runs (a statically linked program); they are
+    also in the summary's ``warnings``. A signal that ends the command (also one sent to us and
+    forwarded) does not stop the conversion: the trace holds what the logs hold."""
+    method, frames = options.method, options.frames
     if method not in METHODS:
-        raise CliError(f"--method {method}: unknown; use one of {', '.join(METHODS)}", EXIT_USAGE)
-    if not 1 <= frames <= 64:
-        raise CliError(f"--frames {frames}: out of range; use 1..64", EXIT_USAGE)
+        raise BadParameter("method", method, f"{{param}} {{value}}: unknown; use one of {', '.join(METHODS)}")
+    if not 1 <= frames <= MAX_FRAMES:
+        raise BadParameter("frames", frames, f"{{param}} {{value}}: out of range; use 1..{MAX_FRAMES}")
     shim = runner.shim_path()
     _check_output(out)
     early = runner.early_warnings(cmd, shim)
     for warning in early:
         if say is not None:
             say(warning)
+    keep_logs = Path(options.keep_logs) if options.keep_logs else None
     if keep_logs is not None:
         keep_logs.mkdir(parents=True, exist_ok=True)
         logdir = keep_logs
@@ -106,10 +111,10 @@ def record(
         logdir = new_logdir()
     try:
         status = run_under_shim(cmd, logdir, method, frames, shim)
-        summary = convert(logdir, out, runner.record_source(cmd, method, frames), coalesce)
+        summary = convert(logdir, out, runner.record_source(cmd, method, frames), options)
         summary["warnings"] = early + list(summary.get("warnings", []))
-        if symbols and summary.get("signatures"):
-            symbolize_or_warn(out, summary, symbol_dirs)
+        if not options.no_symbols and summary.get("signatures"):
+            symbolize_or_warn(out, summary, [Path(d) for d in options.symbol_dirs])
     finally:
         if keep_logs is None:
             shutil.rmtree(logdir, ignore_errors=True)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from pcstream.compare.outcome import Outcome
-from pcstream.errors import EXIT_USAGE, CliError
+from pcstream.errors import UsageError
 from pcstream.report.data import RunInfo, sweep
 
 __all__ = ["RunInfo", "require", "write_report", "write_results"]
@@ -32,24 +32,25 @@ __all__ = ["RunInfo", "require", "write_report", "write_results"]
 NEEDS = ("matplotlib", "pyarrow")
 
 
-def _missing(missing: str, what: str) -> CliError:
-    return CliError(
-        f"{what} needs the Python package {missing}, which is not installed; "
+def _missing(missing: str, param: str) -> UsageError:
+    return UsageError(
+        f"{{{param}}} needs the Python package {missing}, which is not installed; "
         f"run 'pip install {' '.join(NEEDS)}' (the versions pinned in requirements.lock)",
-        EXIT_USAGE,
+        params=(param,),
     )
 
 
-def require(what: str, packages: Sequence[str] = NEEDS) -> None:
-    """Fail before a long sweep, not after it, when a package the output needs is missing."""
+def require(param: str, packages: Sequence[str] = NEEDS) -> None:
+    """Fail before a long sweep, not after it, when a package the output asked for by ``param``
+    (``report``, ``results``) needs is missing."""
     import importlib.util
 
     for package in packages:
         if importlib.util.find_spec(package) is None:
-            raise _missing(package, what)
+            raise _missing(package, param)
 
 
-def _load(module: str, what: str) -> ModuleType:
+def _load(module: str, param: str) -> ModuleType:
     """Import ``module``; a missing third-party package becomes a one-line error saying what to install."""
     import importlib
 
@@ -59,7 +60,7 @@ def _load(module: str, what: str) -> ModuleType:
         missing = (exc.name or "").split(".")[0]
         if missing not in NEEDS:
             raise
-        raise _missing(missing, what) from None
+        raise _missing(missing, param) from None
 
 
 def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> str:
@@ -68,12 +69,12 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
     matplotlib and pyarrow are imported here, on first use, so that importing the package (as
     ``compare`` does for every run) stays cheap.
     """
-    build = _load("pcstream.report.build", "--report")
+    build = _load("pcstream.report.build", "report")
     return str(build.write_report(outcomes, out_dir, info))
 
 
 def write_results(outcomes: Sequence[Outcome], out_dir: str) -> tuple[str, str]:
     """Write ``results.jsonl`` and ``results.parquet`` into ``out_dir``; returns their paths."""
-    results = _load("pcstream.report.results", "--results")
+    results = _load("pcstream.report.results", "results")
     jsonl, parquet = results.write_results(sweep(outcomes), outcomes, out_dir)
     return str(jsonl), str(parquet)

@@ -52,12 +52,12 @@ def _engine_version(api: Any) -> str:
 def ssd_line(ssd: str) -> str:
     """One line describing an SSD preset or config file, or why it cannot be described."""
     from pcstream import api
-    from pcstream.errors import classify
+    from pcstream.errors import describe
 
     try:
         s = api.ssd_summary(ssd)
     except Exception as exc:  # a bad config is one of the sweep's failures; show it, do not stop
-        found = classify(exc)
+        found = describe(exc)
         if found is None:
             raise
         return f"{ssd}: {found[0]}"

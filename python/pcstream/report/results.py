@@ -111,10 +111,10 @@ def parquet_row(row: Row, outcome: Outcome) -> dict[str, Any]:
         "ok": row.ok,
         "error": row.error,
         "exit_status": row.status,
-        "seed": result.get("seed", job.seed),
-        "prefill": result.get("prefill", job.prefill),
-        "warmup": result.get("warmup", job.warmup),
-        "timing": result.get("timing", job.timing),
+        "seed": result.get("seed", job.options.seed),
+        "prefill": result.get("prefill", job.options.prefill),
+        "warmup": result.get("warmup", job.options.warmup),
+        "timing": result.get("timing", job.options.timing),
     }
     for name, _type in RESULT_COLUMNS:
         record[name] = _scalar(result.get(name))

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, tracemeta
+from pcstream.options import SimOptions
 from pcstream.report.data import discard_mode
 
 ROCKS = ("rocksdb",)
@@ -305,8 +306,9 @@ def persistent_table(traces: list[Path], ssd: str) -> dict[str, str]:
         prefill = 0.0 if tracemeta.aged_pages(str(t)) > 0 else PREFILL
         with tempfile.TemporaryDirectory() as d:
             saved = os.path.join(d, "pcs.json")
-            cold = api.simulate(str(t), "pcstream", ssd=ssd, prefill=prefill, table=saved, timing=False)
-            warm = api.simulate(str(t), "pcstream", ssd=ssd, prefill=prefill, table=saved, timing=False)
+            sim = SimOptions(ssd=ssd, prefill=prefill, table=saved, timing=False)
+            cold = api.simulate(str(t), "pcstream", sim)
+            warm = api.simulate(str(t), "pcstream", sim)
         s0 = f"stream 0 {stream0(cold):.0%} → {stream0(warm):.0%}"
         out[discard_mode(str(t))].append(f"{workload(str(t))} {cold['waf']:.3f} → {warm['waf']:.3f} ({s0})")
     return {m: "; ".join(v) for m, v in out.items()}

@@ -22,7 +22,7 @@ from typing import Any
 
 from pcstream import api
 from pcstream.aging import Aging
-from pcstream.errors import CliError, Terminated, classify
+from pcstream.errors import Failure, Kind, Terminated, describe, plain
 from pcstream.outputs import atomic_write
 from pcstream.workloads import recording
 from pcstream.workloads.packages import package_versions
@@ -108,7 +108,7 @@ def load_manifest(out_dir: Path) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise CliError(f"{path}: not JSON ({e.msg} at line {e.lineno}); delete it and record again") from None
+        raise Failure(f"{path}: not JSON ({e.msg} at line {e.lineno}); delete it and record again") from None
     value.setdefault("traces", {})
     return value
 
@@ -117,10 +117,13 @@ def recorded(manifest: dict[str, Any], name: str, file_trace: Path) -> dict[str,
     """What the recording of ``name`` gave (its record figures, from the manifest), to map its kept
     file-level trace again; a one-line error when either is missing."""
     if not file_trace.is_file():
-        raise CliError(f"{file_trace}: no file-level trace; record with --keep-file-traces first")
+        raise Failure(
+            f"{file_trace}: no file-level trace; record with {{keep_file_traces}} first",
+            params=("keep_file_traces",),
+        )
     prior = next((e for e in manifest["traces"].values() if e.get("workload") == name), None)
     if prior is None:
-        raise CliError(f"{name}: not in the manifest; record it first")
+        raise Failure(f"{name}: not in the manifest; record it first")
     return {"record": prior["record"], "record_wall_s": prior["record_wall_s"]}
 
 
@@ -134,10 +137,11 @@ def save_manifest(out_dir: Path, manifest: dict[str, Any], failed: dict[str, str
         f.write(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
-def failure(e: Exception) -> tuple[str, int] | None:
-    """What a recipe's failure says (None: not a failure of one recipe, so it propagates). SIGTERM
-    stops the whole suite, as it stops any other command."""
-    return None if isinstance(e, Terminated) else classify(e)
+def failure(e: Exception, spelling: Callable[[str], str] = plain) -> tuple[str, Kind] | None:
+    """What a recipe's failure says, the parameters it names spelled as ``spelling`` says (None:
+    not a failure of one recipe, so it propagates). SIGTERM stops the whole suite, as it stops any
+    other command."""
+    return None if isinstance(e, Terminated) else describe(e, spelling)
 
 
 def record_suite(
@@ -151,6 +155,7 @@ def record_suite(
     bar: api.ProgressBar = api.no_progress_bar,
     age: Aging = SUITE_AGING,
     remap: bool = False,
+    spelling: Callable[[str], str] = plain,
 ) -> dict[str, Any]:
     """Record ``names`` into ``out_dir`` and map each, once per ``(mount options, suffix)`` of
     ``modes``, to NAME+suffix.parquet (for the SSD its recipe is sized for unless
@@ -159,7 +164,8 @@ def record_suite(
     of one mode's mapping) are kept in ``manifest['failed']`` under the trace's stem.
 
     ``remap``: record nothing; map the file-level traces a recording with ``keep_file_traces``
-    left (DIR/NAME.file.parquet) again, keeping their record figures from the manifest."""
+    left (DIR/NAME.file.parquet) again, keeping their record figures from the manifest.
+    ``spelling``: how a failure names the parameters it is about (see :func:`failure`)."""
     assert modes, "at least one discard mode"
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = load_manifest(out_dir)
@@ -182,7 +188,7 @@ def record_suite(
                 try:
                     summary = recording.map_recipe(r, file_trace, block, capacity_pages, opts, bar, age)
                 except Exception as e:  # noqa: BLE001 - one mode's mapping; see below
-                    known = failure(e)
+                    known = failure(e, spelling)
                     if known is None:
                         raise
                     block.unlink(missing_ok=True)
@@ -197,7 +203,7 @@ def record_suite(
         except Exception as e:  # noqa: BLE001 - any user-facing failure of one recipe
             # A recipe that fails (its program, its checks, or the engine mapping its trace,
             # e.g. a file system too small for what it wrote) is listed; the others still run.
-            known = failure(e)
+            known = failure(e, spelling)
             if known is None:
                 raise
             for _, suffix in modes:

@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 
-from pcstream.errors import EXIT_FAILURE, CliError
+from pcstream.errors import Failure
 from pcstream.workloads.recipes import Recipe
 
 
@@ -31,21 +31,20 @@ def ensure_packages(r: Recipe) -> list[str]:
     if not missing:
         return []
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise CliError(
+        raise Failure(
             f"workload {r.name} needs the Debian packages {' '.join(missing)}; install them "
             f"(sudo apt-get install -y {' '.join(missing)}) and run again",
-            EXIT_FAILURE,
         )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise CliError(f"workload {r.name}: '{' '.join(cmd)}' failed: {tail[0]}", EXIT_FAILURE)
+            raise Failure(f"workload {r.name}: '{' '.join(cmd)}' failed: {tail[0]}")
     still = missing_packages(r)
     if still:
-        raise CliError(
-            f"workload {r.name}: {' '.join(still)} still missing after apt-get install", EXIT_FAILURE
+        raise Failure(
+            f"workload {r.name}: {' '.join(still)} still missing after apt-get install",
         )
     return missing
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from pcstream import api, mapstage, tracemeta
 from pcstream.aging import Aging
-from pcstream.errors import EXIT_FAILURE, EXIT_USAGE, CliError, Terminated, prepare_output
+from pcstream.errors import Failure, Terminated, UsageError, prepare_output
+from pcstream.options import RecordOptions
 from pcstream.record import runner, shimrun
 from pcstream.units import parse_size
 from pcstream.workloads.packages import ensure_packages
@@ -38,7 +39,7 @@ RECORD_FIGURES = (
 
 def recipe(name: str) -> Recipe:
     if name not in RECIPES:
-        raise CliError(f"workload '{name}': unknown; use one of {', '.join(RECIPES)}", EXIT_USAGE)
+        raise UsageError(f"workload '{name}': unknown; use one of {', '.join(RECIPES)}")
     return RECIPES[name]
 
 
@@ -115,12 +116,14 @@ def run_recipe(
         proc = subprocess.run(setup, cwd=work, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise CliError(f"workload {r.name}: set-up failed: {tail[0][:200]}", EXIT_FAILURE)
+            raise Failure(f"workload {r.name}: set-up failed: {tail[0][:200]}")
     script = f"set -e\ncd {work.resolve()}\nexec >{log} 2>&1\n{r.script}\n"
     t0 = time.monotonic()
     try:
         # Stdio-heavy programs (cc1, shells) write a few bytes at a time: fold those runs.
-        status, summary = shimrun.record(["bash", "-c", script], file_trace, method=method, coalesce=True)
+        status, summary = shimrun.record(
+            ["bash", "-c", script], file_trace, RecordOptions(method=method, coalesce=True)
+        )
     finally:
         if not keep_work:
             shutil.rmtree(work, ignore_errors=True)
@@ -133,10 +136,9 @@ def run_recipe(
         raise KeyboardInterrupt
     if status != 0:
         last = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-        raise CliError(
+        raise Failure(
             f"workload {r.name}: the recorded script exited with status {status}"
             + (f" ({last[0][:200]}; full output in {log})" if last else ""),
-            EXIT_FAILURE,
         )
     facts = trace_facts(file_trace)
     problems = [p for check in r.checks if (p := check(facts)) is not None]
@@ -152,7 +154,7 @@ def run_recipe(
         "check_problems": problems,
     }
     if problems:
-        raise CliError(f"workload {r.name}: trace check failed: {'; '.join(problems)}", EXIT_FAILURE)
+        raise Failure(f"workload {r.name}: trace check failed: {'; '.join(problems)}")
     if map_blocks:
         block = out_dir / f"{r.name}.parquet"
         result["block_trace"] = str(block)
