@@ -1,5 +1,6 @@
-"""Map: a file-level trace (``pcstream record``) through the ext4 model into the block trace the
-file system would issue (``pcstream map``), and the figures of the engine's summary.
+"""Map: a file-level trace (``pcstream record``) goes through the ext4 model into the block trace
+the file system would issue (``pcstream map``: :func:`pcstream.api.map_trace` with a
+:class:`pcstream.options.MapOptions`); this module holds the figures of the engine's summary.
 
 The model (ext4 defaults, jbd2 in ordered mode, delayed allocation, writeback timers, discard)
 and its mount options are described in docs/FSMODEL.md.
@@ -8,10 +9,6 @@ and its mount options are described in docs/FSMODEL.md.
 from __future__ import annotations
 
 from typing import Any
-
-from pcstream import api
-from pcstream.aging import Aging
-from pcstream.options import MapOptions
 
 # (label, keys) of the summary figures in display order; a key "a.b" is field b of object a, and
 # a row with two keys shows both ("x / y").
@@ -35,32 +32,6 @@ SUMMARY_FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("aged: pages / share in use", ("aged.pages", "aged.used_share")),
     ("aged: files / stale pages", ("aged.files", "aged.stale_blocks")),
 )
-
-
-def map_trace(
-    file_trace: str,
-    out: str,
-    capacity_pages: int,
-    mount_opts: str = "",
-    device: int | None = None,
-    progress: api.Progress | None = None,
-    age: Aging | None = None,
-) -> dict[str, Any]:
-    """Map ``file_trace`` onto an ext4 of ``capacity_pages`` 4 KiB blocks mounted with
-    ``mount_opts``, writing the block trace ``out``; returns the engine's MapSummary.
-    ``device``: model only the files of this ``st_dev``; ``age``: start from an aged file system.
-    ``progress(events_done, events_total)``. (:func:`pcstream.api.map_trace` with the
-    :class:`pcstream.options.MapOptions` these make.)"""
-    aging = age or Aging(None)
-    options = MapOptions(
-        capacity=capacity_pages,
-        mount_opts=mount_opts,
-        device=device,
-        age=aging.share,
-        age_seed=aging.seed,
-        age_churn=aging.churn,
-    )
-    return api.map_trace(file_trace, out, options, progress=progress)
 
 
 def summary_figures(summary: dict[str, Any]) -> list[tuple[str, list[Any]]]:

@@ -204,6 +204,12 @@ class MapOptions:
     age_seed: int = option(AGE_SEED, 0)
     age_churn: int = option(AGE_CHURN, 0)
 
+    def aged(self, aging: Aging | None) -> MapOptions:
+        """These options on a file system aged as ``aging`` says (None: as they are)."""
+        if aging is None:
+            return self
+        return dataclasses.replace(self, age=aging.share, age_seed=aging.seed, age_churn=aging.churn)
+
 
 @dataclass(frozen=True)
 class RecordOptions:

@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from pcstream import api, mapstage, pclabels, tracemeta
+from pcstream import api, pclabels, tracemeta
 from pcstream.aging import Aging
 from pcstream.errors import Failure, InputError, require_file
 from pcstream.groundtruth import loopdev
-from pcstream.options import SimOptions
+from pcstream.options import MapOptions, SimOptions
 from pcstream.units import PAGE_BYTES
 
 POLICIES = ("baseline", "oracle")
@@ -342,7 +342,8 @@ def validate(
     with tempfile.TemporaryDirectory(prefix="pcstream-validate-") as tmp:
         out = model_out or str(Path(tmp) / "model.parquet")
         with bar("map (model)", "events") as progress:
-            summary = mapstage.map_trace(file_trace, out, capacity, opts, device, progress=progress, age=age)
+            options = MapOptions(capacity=capacity, mount_opts=opts, device=device).aged(age)
+            summary = api.map_trace(file_trace, out, options, progress=progress)
         model_tf = trace_figures(out)
         model_aged = tracemeta.aged_pages(out)
         model = figures(model_tf, simulate(out, ssd))

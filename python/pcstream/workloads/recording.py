@@ -13,10 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pcstream import api, mapstage, tracemeta
+from pcstream import api, tracemeta
 from pcstream.aging import Aging
 from pcstream.errors import Failure, Terminated, UsageError, prepare_output
-from pcstream.options import RecordOptions
+from pcstream.options import MapOptions, RecordOptions
 from pcstream.record import runner, shimrun
 from pcstream.units import parse_size
 from pcstream.workloads.packages import ensure_packages
@@ -87,7 +87,8 @@ def map_recipe(
     opts = r.mount_opts if mount_opts is None else mount_opts
     prepare_output(str(block_trace), [str(file_trace)])
     with bar(f"map {r.name}", "events") as progress:
-        return mapstage.map_trace(str(file_trace), str(block_trace), pages, opts, progress=progress, age=age)
+        options = MapOptions(capacity=pages, mount_opts=opts).aged(age)
+        return api.map_trace(str(file_trace), str(block_trace), options, progress=progress)
 
 
 def run_recipe(
