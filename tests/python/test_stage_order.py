@@ -5,7 +5,8 @@ to a real run) sit beside record, after it: they use its runner and read the tab
 record never needs them. Every module belongs to one stage (:data:`STAGE_OF`, by package or by
 module), and no module imports one of a later stage, at the top of the file or inside a function.
 The command line (``pcstream.cli``) and the one composing module it names (``pcstream.compose``)
-come last: they are where stages are put together. Modules import each other in no circle.
+come last: they are where stages are put together. (That no modules import each other in a
+circle is checked for all three languages by test_architecture_contracts.py.)
 Each rule has a test proving its checker can fail.
 """
 
@@ -140,42 +141,6 @@ def violations(
     return out
 
 
-def circles(edges: Mapping[str, Iterable[str]]) -> list[list[str]]:
-    """The modules that import each other, directly or through others (strongly connected
-    components of more than one module), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return sorted(found)
-
-
 # --------------------------------------------------------------------------- the rules
 
 
@@ -188,11 +153,6 @@ def test_every_module_has_a_stage() -> None:
 def test_no_module_imports_a_later_stage() -> None:
     found = violations(graph())
     assert not found, "imports of a later stage:\n" + "\n".join(found)
-
-
-def test_modules_import_each_other_in_no_circle() -> None:
-    found = circles(graph())
-    assert not found, f"modules importing each other: {found}"
 
 
 def test_every_allowed_exception_is_still_needed_and_says_why() -> None:
@@ -231,9 +191,3 @@ def test_the_checker_finds_a_module_without_a_stage() -> None:
     assert stage_of("pcstream.made_up") is None
     assert stage_of("pcstream.record.made_up") == "record"
     assert stage_of("pcstream.groundtruth.validation") == "compare"
-
-
-def test_the_checker_finds_a_circle() -> None:
-    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert circles(edges) == [["a", "b", "c"]]
-    assert circles({"a": {"b"}, "b": set()}) == []
