@@ -44,14 +44,19 @@ static int fd_of(const FILE *f)
 /* Before glibc closes f's fd (internally, no hook sees it): the stream's bytes exactly, the
  * safety net on its description if this is its last fd (with what the stream will still write
  * out), and the close record. Returns whether the guard was taken (the caller leaves after the
- * real call). */
-static int before_stream_close(FILE *f)
+ * real call); `*locked` says whether f's own lock is held (taken to count its bytes exactly):
+ * the caller releases it after the real call whenever the stream outlives that call (freopen,
+ * fclose of stdin, stdout or stderr), or every other thread using the stream would wait for
+ * ever. */
+static int before_stream_close(FILE *f, int *locked)
 {
+    *locked = 0;
     int fd = fd_of(f);
     if (fd < 0)
         return 0;
     struct obs o;
     int rec = obs_begin(&o, f, OBS_EXACT);
+    *locked = rec;
     if (!rec && !enter())
         goto forget;
     int e = errno;
@@ -73,8 +78,13 @@ forget:
     EXPORT int name(FILE *f)                                                \
     {                                                                       \
         RESOLVE(name);                                                      \
-        int rec = before_stream_close(f);                                   \
+        int locked;                                                         \
+        /* glibc frees every stream it closes but the standard three */    \
+        int kept = f == stdin || f == stdout || f == stderr;                \
+        int rec = before_stream_close(f, &locked);                          \
         int r = real_##name(f);                                             \
+        if (locked && kept)                                                 \
+            obs_unlock(f);                                                  \
         if (rec)                                                            \
             leave();                                                        \
         return r;                                                           \
@@ -86,11 +96,14 @@ FCLOSE_HOOK(_IO_fclose)
     EXPORT FILE *name(const char *p, const char *m, FILE *f)                \
     {                                                                       \
         RESOLVE(name);                                                      \
-        int rec = before_stream_close(f);                                   \
+        int locked;                                                         \
+        int rec = before_stream_close(f, &locked);                          \
         int g = t_guard;                                                    \
         t_guard = 1;                                                        \
         FILE *r = real_##name(p, m, f);                                     \
         t_guard = g;                                                        \
+        if (locked) /* f is the same object after the call, open or not */ \
+            obs_unlock(f);                                                  \
         if (rec)                                                            \
             leave();                                                        \
         if (r)                                                              \

@@ -468,6 +468,7 @@ int64_t growth(const FILE *f, const struct sslot *s, int fresh);
 void remember(struct sslot *s, const FILE *f);
 int obs_begin(struct obs *o, FILE *f, int kind);
 void obs_end(struct obs *o, int64_t n);
+void obs_unlock(FILE *f);
 void obs_end_rebase(struct obs *o);
 int obs_pre(struct obs *o, FILE *f, int kind);
 void obs_post(struct obs *o, int64_t n);

@@ -132,6 +132,13 @@ static void stream_unlock(FILE *f)
         funlockfile(f);
 }
 
+/* The stream lock of an obs_begin whose stream outlives a call that is not followed by obs_end
+ * (freopen, and fclose of the three standard streams, which glibc keeps). */
+void obs_unlock(FILE *f)
+{
+    stream_unlock(f);
+}
+
 int obs_begin(struct obs *o, FILE *f, int kind)
 {
     if (!g_active || t_guard || !f)
