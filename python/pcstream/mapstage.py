@@ -15,7 +15,7 @@ from typing import Any
 SUMMARY_FIGURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("file events", ("events",)),
     ("requests", ("requests",)),
-    ("data pages", ("data_pages",)),
+    ("data pages / of them O_DIRECT (at the call)", ("data_pages", "direct_pages")),
     ("journal pages", ("journal_pages",)),
     ("inode-table pages", ("metadata_pages.inode",)),
     ("directory pages", ("metadata_pages.directory",)),

@@ -82,6 +82,9 @@ enum pcshim_write_via {
                                         * stdio call the shim saw (putc-style macros), accounted at
                                         * the next flush point (overflow, fflush, fclose, a stdio
                                         * call, fork, exit); pc = that flush point's call path */
+    PCSHIM_VIA_DIRECT = 1u << 9,       /* with any of the above: the file description had O_DIRECT
+                                        * (from open, or set by fcntl F_SETFL) at the call: the
+                                        * bytes bypassed the page cache */
 };
 
 /* First 32 bytes of every .bin file. */

@@ -45,7 +45,8 @@ static struct fdinfo *fd_learn_as(int fd, int oflags)
     int fl = oflags >= 0 ? oflags : (int)sc(SYS_fcntl, fd, F_GETFL, 0, 0);
     struct desc *d = NULL;
     if (fl >= 0 && (fl & O_ACCMODE) != O_RDONLY) {
-        uint32_t df = D_WRITE | ((fl & O_APPEND) ? D_APPEND : 0) | ((fl & O_ACCMODE) == O_RDWR ? D_RDWR : 0);
+        uint32_t df = D_WRITE | ((fl & O_APPEND) ? D_APPEND : 0) | ((fl & O_ACCMODE) == O_RDWR ? D_RDWR : 0) |
+                      ((fl & O_DIRECT) ? D_DIRECT : 0);
         int64_t acc = 0;
         if (oflags < 0) {
             acc = sc(SYS_lseek, fd, 0, SEEK_CUR, 0);
@@ -75,6 +76,13 @@ static struct fdinfo *fd_learn_as(int fd, int oflags)
 struct fdinfo *fd_learn(int fd) { return fd_learn_as(fd, -1); }
 
 struct fdinfo *fd_opened(int fd, int oflags) { return fd_learn_as(fd, oflags); }
+
+/* PCSHIM_VIA_DIRECT when the fd's description has O_DIRECT now, else 0. */
+uint32_t fd_direct_via(const struct fdinfo *e)
+{
+    struct desc *d = atomic_load_explicit(&e->d, memory_order_relaxed);
+    return d && (atomic_load_explicit(&d->flags, memory_order_relaxed) & D_DIRECT) ? PCSHIM_VIA_DIRECT : 0;
+}
 
 struct fdinfo *fd_get(int fd)
 {

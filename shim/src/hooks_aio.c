@@ -39,7 +39,8 @@ void rec_iocbs(struct iocb **cbs, long n)
             continue;
         push_record(&(struct pcshim_record){.op = op, .fd = fd,
                                             .offset = op == PCSHIM_OP_WRITE ? (uint64_t)cb->aio_offset : 0,
-                                            .len = len, .flags = op == PCSHIM_OP_WRITE ? PCSHIM_VIA_AIO : 0,
+                                            .len = len,
+                                            .flags = op == PCSHIM_OP_WRITE ? PCSHIM_VIA_AIO | fd_direct_via(e) : 0,
                                             .dev = e->dev, .ino = e->ino, .path = e->path},
                     &pc);
     }

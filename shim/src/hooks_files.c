@@ -282,7 +282,8 @@ EXPORT int dup3(int fd, int to, int flags)
 }
 
 /* After a successful fcntl: dups are tracked, a write-lifetime hint is recorded (offset = the
- * hint), and O_APPEND set or cleared changes what the description's position means. */
+ * hint), O_APPEND set or cleared changes what the description's position means, and O_DIRECT
+ * set or cleared whether its writes bypass the page cache. */
 static void after_fcntl(int fd, int cmd, void *arg, int r)
 {
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
@@ -295,6 +296,7 @@ static void after_fcntl(int fd, int cmd, void *arg, int r)
         if (d) {
             uint32_t fl = atomic_load(&d->flags);
             fl = ((uintptr_t)arg & O_APPEND) ? (fl | D_APPEND) & ~(uint32_t)D_EXCL : fl & ~(uint32_t)D_APPEND;
+            fl = ((uintptr_t)arg & O_DIRECT) ? fl | D_DIRECT : fl & ~(uint32_t)D_DIRECT;
             atomic_store(&d->flags, fl);
         }
     }

@@ -25,6 +25,7 @@ void rec_write_pc(int fd, int64_t off, ssize_t ret, uint32_t flags, struct pc_on
     if (!e)
         return;
     struct pc_once pc = *pcp;
+    flags |= fd_direct_via(e);
     if (off < 0) {
         /* the signature first: a signal handler ending the process between the accounting below
          * and the record then has the shortest window to land in */

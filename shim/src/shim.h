@@ -325,7 +325,14 @@ struct sslot {
  * it is recorded. Exclusive (D_EXCL) descriptions were opened by this process image write-only,
  * not appending, and never shared with another process (fork, posix_spawn): only there is a file
  * position beyond `acc` known to be this process's unrecorded bytes (the safety net). */
-enum { D_WRITE = 1, D_APPEND = 2, D_RDWR = 4, D_EXCL = 8, D_OWN = 16 /* opened by this image, never shared */ };
+enum {
+    D_WRITE = 1,
+    D_APPEND = 2,
+    D_RDWR = 4,
+    D_EXCL = 8,
+    D_OWN = 16,   /* opened by this image, never shared */
+    D_DIRECT = 32 /* O_DIRECT: its writes bypass the page cache (PCSHIM_VIA_DIRECT) */
+};
 struct desc {
     atomic_int refs;     /* fds referring to it; 0 = free slot */
     atomic_int lock;     /* 0 or the tid of the holder */
@@ -428,6 +435,7 @@ void add_record(struct pcshim_record *r, int want_pc);
 struct fdinfo *fd_learn(int fd);
 struct fdinfo *fd_opened(int fd, int oflags);
 struct fdinfo *fd_get(int fd);
+uint32_t fd_direct_via(const struct fdinfo *e);
 void fd_forget(int fd);
 void fd_copy(int from, int to);
 void net_all(int pending);

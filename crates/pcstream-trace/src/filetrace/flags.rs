@@ -14,3 +14,6 @@ pub const VIA_RECOVERED: u32 = 1 << 7;
 /// With [`VIA_STDIO`]: bytes that entered a stdio buffer through inline macros, accounted at the
 /// next flush point.
 pub const VIA_STDIO_INLINE: u32 = 1 << 8;
+/// The file description had `O_DIRECT` when the write was made: the bytes went to the device at
+/// the call, not through the page cache.
+pub const VIA_DIRECT: u32 = 1 << 9;

@@ -5,6 +5,7 @@ use pcstream_core::request::Request;
 
 use super::pagecache::Queued;
 use super::*;
+use crate::filetrace::flags::VIA_DIRECT;
 use crate::filetrace::{FileEvent, FileOp};
 
 impl FsModel {
@@ -163,6 +164,9 @@ impl FsModel {
             self.anonymous_writes += 1;
             return Ok(());
         };
+        if self.is_direct(ev) {
+            return self.direct_write(slot, ev, sink);
+        }
         if ev.len > 0 {
             let first = ev.offset / BLOCK;
             let end = (ev.offset + ev.len).div_ceil(BLOCK);
@@ -190,6 +194,52 @@ impl FsModel {
             }
         }
         // mtime (and i_size) changed: the inode joins the running transaction.
+        self.touch_inode(slot, false);
+        Ok(())
+    }
+
+    /// Was `ev` written with `O_DIRECT`? The capture says so on the write (the description's
+    /// flags at the call, `F_SETFL` included); a trace without that bit still has the open flags
+    /// of the descriptor.
+    fn is_direct(&self, ev: &FileEvent) -> bool {
+        ev.flags & VIA_DIRECT != 0
+            || self
+                .procs
+                .get(&ev.pid)
+                .and_then(|m| m.get(&ev.fd))
+                .is_some_and(|e| e.direct)
+    }
+
+    /// An `O_DIRECT` write, as Linux's direct I/O path does it: the dirty cached pages in its
+    /// range are written back first (`filemap_write_and_wait_range`, with the PC that dirtied
+    /// them), the range is then invalidated in the page cache (the model keeps no clean pages,
+    /// so nothing is left of it), and the data go to the device at the time of the call with
+    /// this write's PC. No writeback follows: the pages were never dirty. Blocks of holes are
+    /// allocated at the call, as ext4 does for direct I/O.
+    fn direct_write(&mut self, slot: u32, ev: &FileEvent, sink: Sink) -> Result<(), FsError> {
+        if ev.len > 0 {
+            let first = ev.offset / BLOCK;
+            let end = (ev.offset + ev.len).div_ceil(BLOCK);
+            self.writeback(slot, first, end, sink)?;
+            let who = DirtyPage {
+                pc: ev.pc,
+                pid: ev.pid,
+            };
+            let mut f = self.files[slot as usize].take().expect("live file");
+            f.size = f.size.max(ev.offset + ev.len);
+            f.last_pid = ev.pid;
+            let mut pages = std::mem::take(&mut self.scratch);
+            pages.clear();
+            pages.extend((first..end).map(|l| (l, who)));
+            let res = self.write_pages(&mut f, &pages, sink);
+            self.scratch = pages;
+            self.files[slot as usize] = Some(f);
+            self.out.s.direct_pages += end - first;
+            // Blocks allocated or converted: fdatasync must commit that too.
+            let changed = res?;
+            self.touch_inode(slot, changed);
+            return Ok(());
+        }
         self.touch_inode(slot, false);
         Ok(())
     }
@@ -238,7 +288,12 @@ impl FsModel {
             .as_mut()
             .expect("live file")
             .last_pid = ev.pid;
-        self.fd_open(ev.pid, ev.fd, slot, ev.flags & O_CLOEXEC != 0, sink)
+        let fd = Fd {
+            slot,
+            cloexec: ev.flags & O_CLOEXEC != 0,
+            direct: ev.flags & O_DIRECT != 0,
+        };
+        self.fd_open(ev.pid, ev.fd, fd, sink)
     }
 
     pub(super) fn on_fsync(&mut self, ev: &FileEvent, sink: Sink) -> Result<(), FsError> {

@@ -59,6 +59,7 @@ const DIR_HEAD_BYTES: u16 = 24;
 const O_CREAT: u32 = 0o100;
 const O_TRUNC: u32 = 0o1000;
 const O_CLOEXEC: u32 = 0o2_000_000;
+const O_DIRECT: u32 = 0o40_000;
 /// `sync_file_range` flag that starts writeback.
 const SYNC_FILE_RANGE_WRITE: u32 = 2;
 /// fallocate modes.
@@ -142,6 +143,8 @@ struct PathInfo {
 struct Fd {
     slot: u32,
     cloexec: bool,
+    /// Opened with `O_DIRECT`: its writes bypass the page cache.
+    direct: bool,
 }
 
 /// A freed extent waiting for its transaction to commit (then released and discarded).

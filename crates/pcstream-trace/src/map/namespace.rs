@@ -329,22 +329,12 @@ impl FsModel {
         self.touch_inode(slot, true);
     }
 
-    pub(super) fn fd_open(
-        &mut self,
-        pid: u32,
-        fd: i32,
-        slot: u32,
-        cloexec: bool,
-        sink: Sink,
-    ) -> Result<(), FsError> {
+    pub(super) fn fd_open(&mut self, pid: u32, fd: i32, e: Fd, sink: Sink) -> Result<(), FsError> {
         if fd < 0 {
             return Ok(());
         }
-        let old = self
-            .procs
-            .entry(pid)
-            .or_default()
-            .insert(fd, Fd { slot, cloexec });
+        let slot = e.slot;
+        let old = self.procs.entry(pid).or_default().insert(fd, e);
         self.files[slot as usize]
             .as_mut()
             .expect("live file")

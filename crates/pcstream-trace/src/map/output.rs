@@ -47,6 +47,8 @@ pub struct MapSummary {
     /// reached the disk). Counts writes, not pages: 1000 small writes into one page before its
     /// writeback count 999.
     pub absorbed_writes: u64,
+    /// Data pages written by `O_DIRECT` writes (part of `data_pages`): at the call, never dirty.
+    pub direct_pages: u64,
     /// Files seen (each inode incarnation once).
     pub files: u64,
     pub commits: u64,
