@@ -32,6 +32,9 @@
  *                                                    mapping unmapped or left at exit never msync'ed;
  *                                                    "W unplaced: <bytes> <path>: <why>" for written
  *                                                    bytes the shim knows of but could not place
+ *                                                    "W hint refused: <errno> <kind> <program>" for
+ *                                                    each fcntl(F_SET_RW_HINT) the kernel refused
+ *                                                    (pcshim_hint_flags)
  *       E <records>\n                                the process image ended cleanly having logged
  *                                                    <records> records (absent: killed, records lost)
  */
@@ -59,9 +62,11 @@ enum pcshim_op {
     PCSHIM_OP_EXEC = 13,      /* path = program */
     PCSHIM_OP_EXIT = 14,      /* offset = exit status; flags = 1: status unknown (return from main) */
     PCSHIM_OP_SPAWN = 15,     /* posix_spawn(p) in the parent: offset = child pid, path = program */
-    PCSHIM_OP_SET_HINT = 16,  /* fcntl(F_SET_RW_HINT) the program made and the kernel accepted:
-                               * fd, offset = the hint (enum rw_hint: 0 NOT_SET, 1 NONE, 2 SHORT,
-                               * 3 MEDIUM, 4 LONG, 5 EXTREME), dev/ino of the file */
+    PCSHIM_OP_SET_HINT = 16,  /* fcntl(F_SET_RW_HINT) the program made: fd, offset = the hint
+                               * (enum rw_hint: 0 NOT_SET, 1 NONE, 2 SHORT, 3 MEDIUM, 4 LONG,
+                               * 5 EXTREME), dev/ino of the file, flags = pcshim_hint_flags; when
+                               * the kernel refused it: offset = the level meant, len = the raw
+                               * u64 argument, aux = errno */
 };
 
 /* flags of PCSHIM_OP_WRITE: how the bytes reached the file (0 = a write/pwrite/writev call). */
@@ -85,6 +90,17 @@ enum pcshim_write_via {
     PCSHIM_VIA_DIRECT = 1u << 9,       /* with any of the above: the file description had O_DIRECT
                                         * (from open, or set by fcntl F_SETFL) at the call: the
                                         * bytes bypassed the page cache */
+};
+
+/* flags of PCSHIM_OP_SET_HINT (0: the kernel accepted the hint). */
+enum pcshim_hint_flags {
+    PCSHIM_HINT_REFUSED = 1u << 0, /* the kernel refused it (not EFAULT); offset = the level the
+                                    * program meant: the u64 if it is a level, else its low 32
+                                    * bits if they are one (a 4-byte value passed where Linux
+                                    * reads 8); also a "W hint refused: <errno> <kind> <program>"
+                                    * line, kind = level | low32 | invalid */
+    PCSHIM_HINT_INVALID = 1u << 1, /* with REFUSED: no level in the argument (offset 0, len = raw):
+                                    * map ignores it */
 };
 
 /* First 32 bytes of every .bin file. */

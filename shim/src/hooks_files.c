@@ -302,6 +302,42 @@ static void after_fcntl(int fd, int cmd, void *arg, int r)
     }
 }
 
+/* After an fcntl(F_SET_RW_HINT) the kernel refused (not with EFAULT: the argument is readable,
+ * the kernel read its 8 bytes): record the level the program meant (flag PCSHIM_HINT_REFUSED),
+ * and one "W hint refused: <errno> <kind> <program>" line. Linux reads a u64; a program passing a
+ * 4-byte enum (RocksDB 7.x) leaves the upper half to whatever follows it on its stack, so the low
+ * 32 bits are the level it meant when they are one ("low32"). No level: PCSHIM_HINT_INVALID with
+ * the raw value in len; map ignores it. The program's inode is not made its own for live hints. */
+static void refused_hint(int fd, const void *arg, int err)
+{
+    if (!arg || err == EFAULT)
+        return;
+    struct fdinfo *e = fd_get(fd);
+    if (!e)
+        return;
+    uint64_t raw;
+    memcpy(&raw, arg, sizeof raw);
+    uint64_t low = raw & 0xffffffffu, level = 0;
+    uint32_t fl = PCSHIM_HINT_REFUSED;
+    const char *kind = "level";
+    if (raw <= PCSHIM_HINTS_MAX_HINT) {
+        level = raw;
+    } else if (low <= PCSHIM_HINTS_MAX_HINT) {
+        level = low;
+        kind = "low32";
+    } else {
+        fl |= PCSHIM_HINT_INVALID;
+        kind = "invalid";
+    }
+    add_record(&(struct pcshim_record){.op = PCSHIM_OP_SET_HINT, .fd = fd, .offset = level, .len = raw,
+                                       .flags = fl, .aux = (uint64_t)err, .dev = e->dev, .ino = e->ino,
+                                       .path = e->path},
+               1);
+    char msg[PATH_MAX + 64];
+    snprintf(msg, sizeof msg, "hint refused: %d %s %s", err, kind, g_exe[0] ? g_exe : "?");
+    shim_warn(msg);
+}
+
 #define FCNTL_HOOK(name)                                                    \
     EXPORT int name(int fd, int cmd, ...)                                   \
     {                                                                       \
@@ -311,8 +347,13 @@ static void after_fcntl(int fd, int cmd, void *arg, int r)
         void *arg = va_arg(ap, void *);                                     \
         va_end(ap);                                                         \
         int r = real_##name(fd, cmd, arg);                                  \
-        if (r >= 0)                                                         \
+        if (r >= 0) {                                                       \
             after_fcntl(fd, cmd, arg, r);                                   \
+        } else if (cmd == F_SET_RW_HINT) {                                  \
+            int err_ = errno;                                               \
+            RECORD_IF(1, refused_hint(fd, arg, err_));                      \
+            errno = err_;                                                   \
+        }                                                                   \
         return r;                                                           \
     }
 FCNTL_HOOK(fcntl)

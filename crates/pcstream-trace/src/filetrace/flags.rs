@@ -17,3 +17,13 @@ pub const VIA_STDIO_INLINE: u32 = 1 << 8;
 /// The file description had `O_DIRECT` when the write was made: the bytes went to the device at
 /// the call, not through the page cache.
 pub const VIA_DIRECT: u32 = 1 << 9;
+
+// The `flags` column of `set_hint` rows (the shim's `enum pcshim_hint_flags`). The row's `offset`
+// is the level the program asked for (0..5), `len` the raw 64-bit argument when refused.
+
+/// The kernel refused the hint (the program's `fcntl` failed); `offset` is still the level the
+/// program meant: the argument if it is a level, else its low 32 bits if they are one (a 4-byte
+/// value passed where Linux reads 8).
+pub const HINT_REFUSED: u32 = 1 << 0;
+/// With [`HINT_REFUSED`]: no level could be read from the argument; `map` ignores the row.
+pub const HINT_INVALID: u32 = 1 << 1;

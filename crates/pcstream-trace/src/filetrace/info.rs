@@ -8,7 +8,8 @@
 //! pcs `{count, top}` (the [`TOP`] signatures with the most bytes written: pc, bytes, rows,
 //! share of the bytes, `where` — the innermost frames as `symbol` or `module+offset` — and
 //! frames as in `pcstream.pcs`), files `{count, top}` (the [`TOP`] files by bytes written: path,
-//! bytes, rows), set_hint `{events, by_hint}` (set_hint rows per hint name).
+//! bytes, rows), set_hint `{events, by_hint, refused, invalid}` (set_hint rows per hint name;
+//! those the kernel refused, those without a level).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -18,7 +19,7 @@ use arrow_schema::DataType;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
 
-use super::flags::{VIA_RECOVERED, VIA_STDIO_INLINE};
+use super::flags::{HINT_INVALID, HINT_REFUSED, VIA_RECOVERED, VIA_STDIO_INLINE};
 use super::{FileEvent, FileOp, FileTraceReader, KEY_PATHS};
 use crate::error::TraceError;
 
@@ -107,8 +108,11 @@ struct Tally {
     files: FxHashMap<u32, (u64, u64)>,
     pids: FxHashSet<u32>,
     threads: FxHashSet<(u32, u32)>,
-    /// set_hint rows per hint value.
+    /// set_hint rows per hint value (the level meant; rows without one not counted here), and
+    /// those the kernel refused / that carried no level.
     hints: BTreeMap<u64, u64>,
+    refused_hints: u64,
+    invalid_hints: u64,
     first: Option<u64>,
     last: u64,
 }
@@ -139,7 +143,16 @@ impl Tally {
                 f.0 += e.len;
                 f.1 += 1;
             }
-            FileOp::SetHint => *self.hints.entry(e.offset).or_default() += 1,
+            FileOp::SetHint => {
+                if e.flags & HINT_REFUSED != 0 {
+                    self.refused_hints += 1;
+                }
+                if e.flags & HINT_INVALID != 0 {
+                    self.invalid_hints += 1;
+                } else {
+                    *self.hints.entry(e.offset).or_default() += 1;
+                }
+            }
             _ => {}
         }
     }
@@ -213,7 +226,12 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
         "ts": {"first_ns": first, "last_ns": last, "duration_s": last.saturating_sub(first) as f64 / 1e9},
         "pcs": {"count": t.pcs.len(), "top": top_pcs},
         "files": {"count": t.files.len(), "top": top_files},
-        "set_hint": {"events": t.hints.values().sum::<u64>(), "by_hint": by_hint},
+        "set_hint": {
+            "events": t.hints.values().sum::<u64>() + t.invalid_hints,
+            "by_hint": by_hint,
+            "refused": t.refused_hints,
+            "invalid": t.invalid_hints,
+        },
     }))
 }
 
@@ -325,7 +343,10 @@ mod tests {
             (json!("/db/a.log"), json!(2))
         );
         assert_eq!(files[2]["path"], "(no path)");
-        assert_eq!(s["set_hint"], json!({"events": 1, "by_hint": {"SHORT": 1}}));
+        assert_eq!(
+            s["set_hint"],
+            json!({"events": 1, "by_hint": {"SHORT": 1}, "refused": 0, "invalid": 0})
+        );
 
         // A block trace keeps its fields and says so.
         let block = dir.path().join("b.parquet");

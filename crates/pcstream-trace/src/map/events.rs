@@ -5,7 +5,7 @@ use pcstream_core::request::Request;
 
 use super::pagecache::Queued;
 use super::*;
-use crate::filetrace::flags::VIA_DIRECT;
+use crate::filetrace::flags::{HINT_INVALID, VIA_DIRECT};
 use crate::filetrace::{FileEvent, FileOp};
 
 impl FsModel {
@@ -61,6 +61,9 @@ impl FsModel {
             }
             FileOp::Exec => self.exec_or_exit(ev.pid, false, sink)?,
             FileOp::Exit => self.exec_or_exit(ev.pid, true, sink)?,
+            // A hint the kernel refused still says what the program meant (the level it asked
+            // for); one without a level is ignored.
+            FileOp::SetHint if ev.flags & HINT_INVALID != 0 => {}
             FileOp::SetHint => {
                 if let Some(s) = self.lookup(ev, true) {
                     let f = self.files[s as usize].as_mut().expect("live file");

@@ -15,7 +15,7 @@ use super::merge::Merge;
 use super::shimlog::{ShimLogs, ShimRecord};
 use crate::blocktrace::TraceMeta;
 use crate::error::TraceError;
-use crate::filetrace::flags::{VIA_RECOVERED, VIA_STDIO_INLINE};
+use crate::filetrace::flags::{HINT_REFUSED, VIA_RECOVERED, VIA_STDIO_INLINE};
 use crate::filetrace::{FileEvent, FileOp, FileTraceWriter};
 
 /// What [`write_file_trace`] wrote.
@@ -43,8 +43,10 @@ pub struct FileTraceSummary {
     /// Bytes the shim knew were written but could not place (`W unplaced:` lines); not in the
     /// trace.
     pub unplaced_bytes: u64,
-    /// set_hint events (`fcntl(F_SET_RW_HINT)`).
+    /// set_hint events (`fcntl(F_SET_RW_HINT)`), and of them those the kernel refused (flag
+    /// `HINT_REFUSED`: the level the program meant is kept).
     pub hint_events: u64,
+    pub refused_hints: u64,
 }
 
 /// Merge `logs` in time order and write them to `out` (atomically: a temporary file renamed at
@@ -162,7 +164,12 @@ impl FileTraceSummary {
                     self.inline_stdio_bytes += ev.len;
                 }
             }
-            FileOp::SetHint => self.hint_events += 1,
+            FileOp::SetHint => {
+                self.hint_events += 1;
+                if ev.flags & HINT_REFUSED != 0 {
+                    self.refused_hints += 1;
+                }
+            }
             _ => {}
         }
     }

@@ -7,6 +7,7 @@
 pub mod coalesce;
 pub mod convert;
 pub mod merge;
+pub mod refused_hints;
 pub mod shimbin;
 pub mod shimlog;
 pub mod synth;

@@ -13,12 +13,14 @@
 //! lines the shim writes once per event are aggregated: `W io_uring: ...` (one warning counting
 //! those processes), `W static: <path>` (execs of statically linked programs), `W mmap: <bytes>
 //! <path>` (shared writable mappings never msync'ed) and `W unplaced: <bytes> <path>: <why>`
-//! (bytes the shim knew of but could not place; also summed in [`ShimLogs::unplaced_bytes`]).
+//! (bytes the shim knew of but could not place; also summed in [`ShimLogs::unplaced_bytes`]);
+//! `W hint refused: ...` lines are counted per program ([`super::refused_hints`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::merge::{index_bin, BinLog};
+use super::refused_hints::{RefusedHints, HINT_REFUSED_WARNING};
 pub use super::shimbin::{
     check_header, decode_record, ShimLogError, ShimRecord, HEADER_BYTES, MAGIC, RECORD_BYTES,
 };
@@ -73,6 +75,8 @@ pub struct ShimLogs {
     /// Sum of the bytes of the `W unplaced:` lines, and their "path (why)".
     pub unplaced_bytes: u64,
     pub unplaced: BTreeSet<String>,
+    /// `W hint refused:` lines: write-lifetime hints the kernel refused, per program.
+    pub refused_hints: RefusedHints,
 }
 
 impl ShimLogs {
@@ -131,6 +135,11 @@ impl ShimLogs {
                 None => rest.to_string(),
             };
             self.unplaced.insert(what);
+        } else if w
+            .strip_prefix(HINT_REFUSED_WARNING)
+            .is_some_and(|rest| self.refused_hints.take(rest))
+        {
+            // counted: one line per program among the aggregated warnings
         } else if !self.warnings.contains(&w) {
             self.warnings.push(w);
         }
@@ -164,6 +173,7 @@ impl ShimLogs {
         if !self.io_uring.is_empty() {
             self.warnings.push(io_uring_warning(self.io_uring.len()));
         }
+        self.warnings.extend(self.refused_hints.warnings());
     }
 }
 
