@@ -39,6 +39,12 @@ def test_map_age_writes_the_aged_state_first_and_simulate_starts_from_it(tmp_pat
     assert pages == tracemeta.aged_pages(out) and int(meta[tracemeta.KEY_AGED_ROWS]) > 0
     info = api.info(str(out))
     assert info["aged_pages"] == pages and info["aged_rows"] == int(meta[tracemeta.KEY_AGED_ROWS])
+    # PC and meta shares are of the program's pages: the aged state (no PC) is not among them.
+    program_pages = info["writes"]["pages"] - pages
+    top = info["pcs"]["top"]
+    assert sum(p["pages"] for p in top) <= program_pages
+    assert all(abs(p["share"] - p["pages"] / program_pages) < 1e-9 for p in top)
+    assert abs(sum(info["meta_share"].values()) - 1.0) < 1e-9
     result = invoke("simulate", out, "--policy", "baseline", "--ssd", SSD, "--no-timing", "--json").json()
     assert result["aged_pages"] == pages
     # The measured host pages are the program's only (the trace's writes minus the aged state).

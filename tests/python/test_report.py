@@ -121,7 +121,7 @@ def test_report_states_parameters_versions_and_failures(report: tuple[Path, list
     import matplotlib
 
     for needle in (
-        "prefill 0.9 of the logical pages",
+        "prefill 0.9 of the logical pages, written once before the trace: every trace",
         f"matplotlib {matplotlib.__version__}",
         f"engine {api.version()}",
         "small: 2 ch × 2 ways",
@@ -379,3 +379,17 @@ def test_discard_modes_come_from_the_suites_names() -> None:
     assert discard_mode("traces/rocksdb-ur.parquet") == "discard"
     assert discard_mode("traces/rocksdb-ur.nodiscard.parquet") == "nodiscard"
     assert modes(["a.parquet", "b.nodiscard.parquet"]) == ["nodiscard", "discard"]
+
+
+def test_the_prefill_shown_is_the_one_each_trace_ran_with() -> None:
+    """Aged traces run with prefill 0 (their own aged state) beside others prefilled: the page
+    says which is which, not one prefill for all."""
+    from pcstream.report.build import prefill_text
+
+    labels = {"t/a.parquet": "a", "t/b.parquet": "b", "t/c.parquet": "c"}
+    text = prefill_text({"t/a.parquet": 0.0, "t/b.parquet": 0.9, "t/c.parquet": 0.0}, labels)
+    assert text == (
+        "0.9 of the logical pages, written once before the trace: b; "
+        "none (the trace starts from its own aged state, or from an empty SSD): a, c"
+    )
+    assert prefill_text({"t/a.parquet": 0.0}, labels).endswith("empty SSD): every trace")

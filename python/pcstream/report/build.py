@@ -100,7 +100,8 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
     labels = trace_labels(data.traces)
     names = _Names()
     ok = sum(1 for row in data.rows if row.ok)
-    sections = [answer_section(data, fig_dir, names), parameters_section(data, info, labels)]
+    prefills = {o.job.trace: o.job.options.prefill for o in outcomes}
+    sections = [answer_section(data, fig_dir, names), parameters_section(data, info, labels, prefills)]
     if data.failures():
         failed = html.Section("failures", f"Failures ({len(data.failures())})")
         failed.body.append(html.failures_list(data.failures(), labels))
@@ -252,7 +253,25 @@ def answer_section(data: Sweep, fig_dir: str, names: _Names) -> html.Section:
     return answer
 
 
-def parameters_section(data: Sweep, info: RunInfo, labels: dict[str, str]) -> html.Section:
+def prefill_text(prefills: dict[str, float], labels: dict[str, str]) -> str:
+    """What the SSD held before each trace: the prefill the jobs really ran with, per group of
+    traces (a trace mapped with an aged file system starts from that state instead, prefill 0)."""
+    groups: dict[float, list[str]] = {}
+    for trace, prefill in prefills.items():
+        groups.setdefault(prefill, []).append(labels.get(trace, trace))
+    parts = []
+    for prefill, names in sorted(groups.items(), reverse=True):
+        which = "every trace" if len(groups) == 1 else ", ".join(names)
+        if prefill > 0:
+            parts.append(f"{prefill:g} of the logical pages, written once before the trace: {which}")
+        else:
+            parts.append(f"none (the trace starts from its own aged state, or from an empty SSD): {which}")
+    return "; ".join(parts)
+
+
+def parameters_section(
+    data: Sweep, info: RunInfo, labels: dict[str, str], prefills: dict[str, float] | None = None
+) -> html.Section:
     section = html.Section("parameters", "Parameters")
     traces = "<br>".join(f"{html.esc(labels[t])}: <code>{html.esc(t)}</code>" for t in data.traces)
     rows = [
@@ -260,7 +279,14 @@ def parameters_section(data: Sweep, info: RunInfo, labels: dict[str, str]) -> ht
         ("workloads", traces),
         ("policies", html.esc(", ".join(info.policies))),
         ("SSD configs", "<br>".join(html.esc(ssd_line(ssd)) for ssd in info.ssds)),
-        ("prefill", html.esc(f"{info.prefill:g} of the logical pages, written once before each trace")),
+        (
+            "prefill",
+            html.esc(
+                prefill_text(prefills, labels)
+                if prefills
+                else f"{info.prefill:g} of the logical pages, written once before each trace"
+            ),
+        ),
         ("warmup", html.esc(f"{info.warmup:,} host pages excluded from every figure")),
         ("seed", html.esc(info.seed)),
         ("timing", "yes (IOPS, latency)" if info.timing else "no (--no-timing)"),

@@ -8,7 +8,10 @@
 //! unique_lpns_written, footprint_bytes (unique pages written × page size), pcs `{count, top}`
 //! (distinct PCs of writes; top 10 by pages written with their share), files (distinct non-zero
 //! file ids written), file_table (entries in `pcstream.files`), pids (distinct pids of all rows),
-//! meta_share (share of written pages per meta class), ts `{first_ns, last_ns, duration_s}`.
+//! meta_share (share of written pages per meta class), ts `{first_ns, last_ns, duration_s}`,
+//! aged_rows / aged_pages (the aged state that leads a trace mapped with `--age`). The PC and
+//! meta shares are of the pages the program wrote: the aged state's rows (the file system's
+//! cold files, no PC) are counted in `writes` and the footprint, not in the shares.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -36,11 +39,14 @@ struct Tally {
     meta_pages: [u64; 6],
     first: Option<u64>,
     last: u64,
+    /// Leading rows still to come that belong to the aged state, and the pages written by it.
+    aged_rows_left: u64,
+    aged_pages: u64,
 }
 
 impl Tally {
     /// A tally for a trace of `capacity` pages, its bitmap checked against the memory available.
-    fn new(path: &Path, capacity: u64) -> Result<Tally, TraceError> {
+    fn new(path: &Path, capacity: u64, aged_rows: u64) -> Result<Tally, TraceError> {
         let words = usize::try_from(capacity.div_ceil(64)).map_err(|_| TraceError::Io {
             path: path.display().to_string(),
             why: format!("capacity of {capacity} pages is too large to summarise on this machine"),
@@ -62,6 +68,8 @@ impl Tally {
             meta_pages: [0; 6],
             first: None,
             last: 0,
+            aged_rows_left: aged_rows,
+            aged_pages: 0,
         })
     }
 
@@ -72,14 +80,20 @@ impl Tally {
         self.first.get_or_insert(q.ts_ns);
         self.last = self.last.max(q.ts_ns);
         self.pids.insert(q.pid);
+        let aged = self.aged_rows_left > 0;
+        self.aged_rows_left = self.aged_rows_left.saturating_sub(1);
         if q.op != Op::Write as u8 {
             return;
         }
-        *self.pcs.entry(q.pc).or_default() += q.pages as u64;
         if q.file != 0 {
             self.files.insert(q.file);
         }
-        self.meta_pages[(q.meta as usize).min(5)] += q.pages as u64;
+        if aged {
+            self.aged_pages += q.pages as u64;
+        } else {
+            *self.pcs.entry(q.pc).or_default() += q.pages as u64;
+            self.meta_pages[(q.meta as usize).min(5)] += q.pages as u64;
+        }
         for l in q.lpn..q.lpn + q.pages as u64 {
             let (w, bit) = ((l / 64) as usize, 1u64 << (l % 64));
             if self.seen[w] & bit == 0 {
@@ -89,9 +103,9 @@ impl Tally {
         }
     }
 
-    /// Share of the pages written.
+    /// Share of the pages the program wrote (the aged state's left out).
     fn share(&self, pages: u64) -> f64 {
-        let written = self.ops[0].1;
+        let written = self.ops[0].1 - self.aged_pages;
         if written == 0 {
             0.0
         } else {
@@ -120,7 +134,7 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
         Some(c) => (c, false),
         None => (scan_capacity(path)?, true),
     };
-    let mut t = Tally::new(path, capacity)?;
+    let mut t = Tally::new(path, capacity, r.meta().aged.map_or(0, |a| a.rows))?;
     let mut buf = Vec::new();
     while r.next_batch(&mut buf)? {
         for q in &buf {
