@@ -393,3 +393,38 @@ def test_the_prefill_shown_is_the_one_each_trace_ran_with() -> None:
         "none (the trace starts from its own aged state, or from an empty SSD): a, c"
     )
     assert prefill_text({"t/a.parquet": 0.0}, labels).endswith("empty SSD): every trace")
+
+
+def test_policies_that_ran_as_baseline_or_lost_say_why() -> None:
+    from pcstream import diagnose
+
+    def run(policy: str, waf: float, stream0: float = 1.0, open_points: int = 1) -> dict:
+        return {
+            "trace": "t/x.parquet",
+            "ssd": "paper",
+            "policy": policy,
+            "waf": waf,
+            "stream0_share": stream0,
+            "open_write_points": open_points,
+            "write_points": 8,
+            "logical_pages": 900,
+            "physical_pages": 1000,
+        }
+
+    notes = diagnose.policy_notes(
+        [
+            run("baseline", 2.0),
+            run("manual", 2.0),  # no hints: all in stream 0
+            run("autostream", 2.001, stream0=0.4, open_points=4),  # equal by chance: no note
+            run("per-pc", 4.2, stream0=0.1, open_points=23),
+            run("pcstream", 1.5, stream0=0.2, open_points=6),
+        ]
+    )
+    assert notes == [
+        "manual on x.parquet equals baseline: the trace holds no write-lifetime hint, so every page "
+        "stayed in stream 0",
+        "per-pc on x.parquet is 2.10x baseline's WAF: it kept 23 write points open, more than the "
+        "device's 8 host streams, each holding a partly written block out of 100 spare pages (10.0% "
+        "of the device), so GC runs with less free space and copies more",
+    ]
+    assert diagnose.policy_notes([run("manual", 2.0)]) == [], "no baseline: nothing to compare with"

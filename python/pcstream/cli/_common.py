@@ -393,12 +393,16 @@ def outcomes_table(outcomes: Sequence[Outcome], timing: bool, title: str = "comp
     show_norm = any(outcome.job.policy == BASELINE for outcome in outcomes)
     show_ssd = len({outcome.job.ssd for outcome in outcomes}) > 1
 
-    note = diagnose.little_gc_note([o.result for o in outcomes if o.result is not None])
+    results = [o.result for o in outcomes if o.result is not None]
+    note = diagnose.little_gc_note(results)
+    lines = ([f"warning: {note}"] if note else []) + [
+        f"note: {why}" for why in diagnose.policy_notes(results)
+    ]
     rendered = Table(
         title=escape(title),
         title_justify="left",
         min_width=len(title),
-        caption=escape(f"warning: {note}") if note else None,
+        caption=escape("\n".join(lines)) if lines else None,
         caption_justify="left",
         caption_style="yellow",
     )

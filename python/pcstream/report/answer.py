@@ -14,9 +14,9 @@ from rich.text import Text
 
 from pcstream import diagnose
 from pcstream.compare.outcome import Outcome
+from pcstream.diagnose import BASELINE
 from pcstream.report.data import discard_mode
 
-BASELINE = "baseline"
 # The oracle knows the future: shown as the bound, never marked as a workload's best.
 ORACLE = "oracle"
 # Baseline WAF from which GC is busy enough that placement can save much (the suite's target).

@@ -248,6 +248,12 @@ def answer_section(data: Sweep, fig_dir: str, names: _Names) -> html.Section:
     note = diagnose.little_gc_note([row.result for row in data.rows if row.result is not None])
     if note:
         answer.body.append(f'<p class="warning">Warning: {html.esc(note)}.</p>')
+    why = diagnose.policy_notes([row.result for row in data.rows if row.result is not None])
+    if why:
+        items = "".join(f"<li>{html.esc(line)}.</li>" for line in why)
+        answer.body.append(
+            f'<p class="note">Why some policies ran as the baseline or lost to it:</p><ul>{items}</ul>'
+        )
     if len(answer.body) == 1:
         answer.body.append('<p class="note">No baseline run: nothing to compare against.</p>')
     return answer

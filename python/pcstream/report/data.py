@@ -15,8 +15,7 @@ from typing import Any
 
 from pcstream import pclabels
 from pcstream.compare.outcome import Outcome
-
-BASELINE = "baseline"
+from pcstream.diagnose import BASELINE
 
 
 @dataclass(frozen=True)
