@@ -1,0 +1,299 @@
+"""pcstream record of a Java program: JFR's file events give each write its Java call path as PC
+(python/pcstream/record/jvm.py). A real program compiled here with javac and recorded twice, and
+the join of events to shim records on a made-up recording and log directory."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from pcstream import api, tracemeta
+from pcstream.options import RecordOptions
+from pcstream.record import jvm
+
+JAVA_TOOLS = {tool: shutil.which(tool) for tool in ("java", "javac", "jfr")}
+needs_java = pytest.mark.skipif(
+    not all(JAVA_TOOLS.values()),
+    reason=f"needs a JDK: {', '.join(t for t, p in JAVA_TOOLS.items() if p is None)} not found",
+)
+
+PAGE = 4096
+N = 300  # writes of each call site
+SOURCE = """
+import java.io.*;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.*;
+
+public class W {
+    static final byte[] PAGE = new byte[4096];
+    static void shortPath(String f, int n) throws IOException {
+        try (FileOutputStream o = new FileOutputStream(f)) { for (int i = 0; i < n; i++) o.write(PAGE); }
+    }
+    static void longPath(String f, int n) throws IOException {
+        try (FileOutputStream o = new FileOutputStream(f)) { for (int i = 0; i < n; i++) o.write(PAGE); }
+    }
+    static void sharedA(RandomAccessFile r) throws IOException { r.write(PAGE); }
+    static void sharedB(RandomAccessFile r) throws IOException { r.write(PAGE); }
+    static void forced(String f) throws IOException {
+        try (FileChannel c = FileChannel.open(Paths.get(f), StandardOpenOption.CREATE,
+                                              StandardOpenOption.WRITE)) {
+            c.write(ByteBuffer.wrap(PAGE));
+            c.force(true);
+        }
+    }
+    public static void main(String[] a) throws IOException {
+        int n = Integer.parseInt(a[0]);
+        shortPath("short.dat", n);
+        longPath("long.dat", 2 * n);
+        try (RandomAccessFile r = new RandomAccessFile("same.dat", "rw")) {
+            for (int i = 0; i < n; i++) { sharedA(r); sharedB(r); }
+        }
+        forced("forced.dat");
+        System.out.println("wrote " + n);
+        System.err.println("done");
+        System.exit(3);
+    }
+}
+"""
+FILES = {"short.dat": N, "long.dat": 2 * N, "same.dat": 2 * N, "forced.dat": 1}
+
+
+@pytest.fixture(scope="module")
+def classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("java")
+    (out / "W.java").write_text(SOURCE)
+    subprocess.run([JAVA_TOOLS["javac"], "-g", "-d", str(out), str(out / "W.java")], check=True)
+    return out
+
+
+def java_cmd(classes: Path) -> list[str]:
+    return ["java", "-cp", str(classes), "W", str(N)]
+
+
+class Run:
+    def __init__(self, cwd: Path, proc: subprocess.CompletedProcess[str], trace: Path) -> None:
+        self.status, self.stdout = proc.returncode, proc.stdout
+        lines = proc.stderr.splitlines(keepends=True)
+        self.stderr = "".join(x for x in lines if not x.startswith("pcstream record"))
+        self.summary = "".join(x for x in lines if x.startswith("pcstream record"))
+        self.rows: list[dict[str, Any]] = pq.read_table(trace).to_pylist()
+        meta = tracemeta.footer(trace)
+        self.paths = tracemeta.paths(meta)
+        self.pcs = json.loads(meta[tracemeta.KEY_PCS])
+
+    def by_file(self, op: str = "write") -> dict[str, dict[int, int]]:
+        """file name -> signature -> bytes (writes) or count (other ops)."""
+        out: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        for r in self.rows:
+            if r["op"] == op and r["path"]:
+                out[Path(self.paths[r["path"]]).name][r["pc"]] += r["len"] if op == "write" else 1
+        return out
+
+    def symbols(self, pc: int) -> list[str]:
+        return [f.get("symbol", "") for f in self.pcs[str(pc)]]
+
+
+def record(cwd: Path, cmd: list[str]) -> Run:
+    trace = cwd / "trace.parquet"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pcstream", "record", "-o", str(trace), "--", *cmd],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert trace.exists(), proc.stderr
+    return Run(cwd, proc, trace)
+
+
+@needs_java
+def test_java_call_sites_get_their_own_signatures(classes: Path, tmp_path: Path) -> None:
+    plain_dir, runs = tmp_path / "plain", []
+    plain_dir.mkdir()
+    plain = subprocess.run(java_cmd(classes), cwd=plain_dir, capture_output=True, text=True, timeout=120)
+    assert (plain.returncode, plain.stdout, plain.stderr) == (3, f"wrote {N}\n", "done\n")
+    for k in range(2):
+        cwd = tmp_path / f"run{k}"
+        cwd.mkdir()
+        run = record(cwd, java_cmd(classes))
+        # the program's outputs, status and files are those of a plain run
+        assert (run.status, run.stdout, run.stderr) == (plain.returncode, plain.stdout, plain.stderr), (
+            run.summary
+        )
+        for name in FILES:
+            assert (cwd / name).read_bytes() == (plain_dir / name).read_bytes()
+        runs.append(run)
+    for run in runs:
+        files = run.by_file()
+        for name, writes in FILES.items():  # every byte recorded
+            assert abs(sum(files[name].values()) - writes * PAGE) <= 0.01 * writes * PAGE, (name, files[name])
+        short, long_ = (only(files[name]) for name in ("short.dat", "long.dat"))
+        assert short != long_
+        assert run.symbols(short)[:2] == ["java.io.FileOutputStream.write", "W.shortPath"]
+        assert run.symbols(long_)[:2] == ["java.io.FileOutputStream.write", "W.longPath"]
+        assert {f["module"] for f in run.pcs[str(short)]} == {jvm.JAVA_MODULE}
+        # the same file from two methods: two signatures, each with its bytes
+        same = files["same.dat"]
+        assert sorted(same.values()) == [N * PAGE, N * PAGE], same
+        assert sorted(run.symbols(pc)[1] for pc in same) == ["W.sharedA", "W.sharedB"]
+        # FileChannel.force: the fsync carries the Java path too
+        (sync_pc,) = run.by_file("fsync")["forced.dat"]
+        assert "W.forced" in run.symbols(sync_pc)
+        # JFR's own files (its recording, repository and our settings, in the log directory) are
+        # not in the trace; the JDK's own settings files it reads are
+        assert not [p for p in run.paths.values() if p.endswith(".jfr") or "pcstream-record-" in p]
+        assert f"{5 * N + 1} writes given their Java call path" in run.summary, run.summary
+    sigs = [{name: set(pcs) for name, pcs in run.by_file().items() if name in FILES} for run in runs]
+    assert sigs[0] == sigs[1], "the same signatures in two runs"
+
+
+def only(pcs: dict[int, int]) -> int:
+    assert len(pcs) == 1, pcs
+    return next(iter(pcs))
+
+
+@needs_java
+def test_a_plain_program_is_left_alone(tmp_path: Path) -> None:
+    run = jvm.prepare(["sh", "-c", "true"], "/bin/sh", tmp_path, 12)
+    assert (run.cmd, run.env, run.jfr_dir) == (["sh", "-c", "true"], None, None)
+    assert run.attribute(tmp_path) == {}
+    java = jvm.prepare(["java", "-version"], JAVA_TOOLS["java"] or "", tmp_path, 7)
+    assert java.cmd[0] == "java" and java.cmd[-1] == "-version" and "stackdepth=7" in " ".join(java.cmd)
+    assert java.env is None and (tmp_path / "jfr" / jvm.SETTINGS_FILE).is_file()
+
+
+# --------------------------------------------------------------------------- the join, made up
+
+TID = 100
+NATIVE = 0x77
+
+
+def shim_logs(d: Path, records: list[tuple[int, int, int, str]], paths: list[str]) -> None:
+    """A process image's logs: (ts_ns, op, len, path) records of thread TID, all with the native
+    signature NATIVE."""
+    hashes = {p: 0x1000 + k for k, p in enumerate(paths)}
+    head = b"PCSHIM01" + struct.pack("<6I", 1, 88, 42, 1, 12, 3)
+    body = b"".join(
+        jvm.RECORD.pack(ts, 0, n, NATIVE if op == 2 else 0, 1, 2, hashes[p], 0, 42, TID, 5, 0, op, 1, 0)
+        for ts, op, n, p in records
+    )
+    (d / "42.1.bin").write_bytes(head + body)
+    txt = "".join(f"P {hashes[p]:016x} {len(p)} {p}\n" for p in paths)
+    txt += f"S {NATIVE:016x} 1\nF {9:016x} 40 4 /lib\nW unplaced: 5 {d}/jfr/run.jfr: why\nE {len(records)}\n"
+    (d / "42.1.txt").write_text(txt)
+
+
+def event(path: str | None, n: int, start_s: float, method: str) -> dict[str, Any]:
+    frames = [
+        {"method": {"type": {"name": "java/io/FileOutputStream"}, "name": "write"}, "lineNumber": 83},
+        {"method": {"type": {"name": "app/Main"}, "name": method}, "lineNumber": 7},
+    ]
+    return {
+        "type": jvm.FILE_WRITE,
+        "values": {
+            "startTime": f"1970-01-01T00:00:{start_s:012.9f}Z",
+            "duration": "PT0.001S",
+            "eventThread": {"osName": "main", "osThreadId": TID},
+            "stackTrace": {"truncated": False, "frames": frames},
+            "path": path,
+            "bytesWritten": n,
+        },
+    }
+
+
+def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
+    a, b = str(tmp_path / "a.dat"), str(tmp_path / "b.dat")
+    jfr_file = str(tmp_path / "jfr" / "run.jfr")
+    shim_logs(
+        tmp_path,
+        [
+            (1, 1, 0, jfr_file),  # JFR's own file: dropped
+            (1_000_000_000, 2, 4096, a),  # event 1
+            (2_000_000_000, 2, 2048, a),  # event 2: one write() call split in two
+            (2_000_100_000, 2, 2048, a),
+            (3_000_000_000, 2, 100, a),  # no event (native code): keeps NATIVE
+            (4_000_000_000, 2, 4096, a),  # event 4, after an event of the same thread that found no write
+        ],
+        [a, b, jfr_file],
+    )
+    doc = {
+        "recording": {
+            "events": [
+                event("a.dat", 4096, 1.0, "one"),
+                event("a.dat", 4096, 2.0, "two"),
+                event("a.dat", 555, 3.5, "three"),  # no write of these bytes then: counted
+                event("a.dat", 4096, 4.0, "four"),
+                event("b.dat", 10, 5.0, "five"),  # a file without writes: counted
+                event(None, 6, 6.0, "six"),  # no path (stdout): counted
+            ]
+        }
+    }
+    raw = list(jvm.json_events(io.StringIO(json.dumps(doc, indent=2))))
+    events = [jvm.to_event(r, 12, 0) for r in raw]
+    events = [
+        jvm.JfrEvent(**{**e.__dict__, "path": e.path and os.path.join(tmp_path, e.path)}) for e in events if e
+    ]
+    logs = jvm.JvmLogs.read(tmp_path, tmp_path / "jfr")
+    join = jvm.Join()
+    join.run(logs, events)
+    logs.rewrite(join.assigned, join.sigs)
+    summary = join.summary(logs, None)
+    assert (summary["java_events"], summary["java_writes"], summary["java_bytes"]) == (6, 4, 3 * 4096)
+    assert (summary["java_unmatched_events"], summary["java_dropped_records"]) == (3, 1)
+    assert (join.no_path, join.no_file, join.unmatched) == (1, 1, 1)
+    assert "3 of 6 JFR file events found no write" in summary["warnings"][0]
+
+    out = tmp_path / "t.parquet"
+    api.record_convert(str(tmp_path), str(out), "test", RecordOptions(coalesce=False))
+    rows = [r for r in pq.read_table(out).to_pylist() if r["op"] == "write"]
+    pcs = json.loads(tracemeta.footer(out)[tracemeta.KEY_PCS])
+    names = [[f.get("symbol") for f in pcs[str(r["pc"])]] for r in rows]
+    assert [n[1] if n[0] else None for n in names] == [
+        "app.Main.one",
+        "app.Main.two",
+        "app.Main.two",
+        None,
+        "app.Main.four",
+    ]
+    assert rows[3]["pc"] == NATIVE and rows[1]["pc"] == rows[2]["pc"]
+    assert pcs[str(rows[0]["pc"])][0] == {
+        "module": "java",
+        "module_id": f"{jvm.JAVA_MODULE_ID:016x}",
+        "offset": 83,
+        "symbol": "java.io.FileOutputStream.write",
+    }
+    assert rows[0]["pc"] == jvm.java_signature([("java.io.FileOutputStream.write", 83), ("app.Main.one", 7)])
+    assert "jfr" not in json.dumps(tracemeta.paths(tracemeta.footer(out)))
+    assert (tmp_path / "42.1.txt").read_text().endswith("E 5\n")
+
+
+@pytest.mark.parametrize("tool", [None, "jfr"])
+def test_unreadable_recording_keeps_native_signatures(tmp_path: Path, tool: str | None) -> None:
+    if tool is not None and JAVA_TOOLS["jfr"] is None:
+        pytest.skip("needs the jfr tool of a JDK")
+    a, jfr_file = str(tmp_path / "a"), tmp_path / "jfr" / "run.jfr"
+    shim_logs(tmp_path, [(1, 1, 0, str(jfr_file)), (5, 2, 10, a)], [a, str(jfr_file)])
+    jfr_file.parent.mkdir()
+    jfr_file.write_bytes(b"not a recording")
+    run = jvm.JavaRun(["java"], None, tmp_path / "jfr", 12, tool and JAVA_TOOLS["jfr"], 0, str(tmp_path))
+    summary = run.attribute(tmp_path)
+    (warning,) = summary["warnings"]
+    assert warning.startswith(
+        "the JVM's JFR recording could not be read, its writes keep native signatures: "
+    )
+    assert "\n" not in warning and (tool is not None or "no 'jfr' tool found" in warning), warning
+    assert (summary["java_writes"], summary["java_dropped_records"]) == (0, 1)
+    records = list(jvm.RECORD.iter_unpack((tmp_path / "42.1.bin").read_bytes()[jvm.HEADER_BYTES :]))
+    assert [(r[3], r[12]) for r in records] == [(NATIVE, 2)]
