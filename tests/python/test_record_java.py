@@ -214,7 +214,7 @@ def event(path: str | None, n: int, start_s: float, method: str) -> dict[str, An
 
 
 def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
-    a, b = str(tmp_path / "a.dat"), str(tmp_path / "b.dat")
+    a, b, out = str(tmp_path / "a.dat"), str(tmp_path / "b.dat"), str(tmp_path / "out.log")
     jfr_file = str(tmp_path / "jfr" / "run.jfr")
     shim_logs(
         tmp_path,
@@ -225,8 +225,9 @@ def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
             (2_000_100_000, 2, 2048, a),
             (3_000_000_000, 2, 100, a),  # no event (native code): keeps NATIVE
             (4_000_000_000, 2, 4096, a),  # event 4, after an event of the same thread that found no write
+            (7_000_000_000, 2, 6, out),  # event 7: stdout redirected to a file, no path in JFR
         ],
-        [a, b, jfr_file],
+        [a, b, jfr_file, out],
     )
     doc = {
         "recording": {
@@ -236,7 +237,8 @@ def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
                 event("a.dat", 555, 3.5, "three"),  # no write of these bytes then: counted
                 event("a.dat", 4096, 4.0, "four"),
                 event("b.dat", 10, 5.0, "five"),  # a file without writes: counted
-                event(None, 6, 6.0, "six"),  # no path (stdout): counted
+                event(None, 6, 6.0, "six"),  # no path (stdout to a pipe): counted
+                event(None, 6, 7.0, "seven"),  # no path, a write of its thread: joined
             ]
         }
     }
@@ -250,15 +252,15 @@ def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
     join.run(logs, events)
     logs.rewrite(join.assigned, join.sigs)
     summary = join.summary(logs, None)
-    assert (summary["java_events"], summary["java_writes"], summary["java_bytes"]) == (6, 4, 3 * 4096)
+    assert (summary["java_events"], summary["java_writes"], summary["java_bytes"]) == (7, 5, 3 * 4096 + 6)
     assert (summary["java_unmatched_events"], summary["java_dropped_records"]) == (3, 1)
     assert (join.no_path, join.no_file, join.unmatched) == (1, 1, 1)
-    assert "3 of 6 JFR file events found no write" in summary["warnings"][0]
+    assert "3 of 7 JFR file events found no write" in summary["warnings"][0]
 
-    out = tmp_path / "t.parquet"
-    api.record_convert(str(tmp_path), str(out), "test", RecordOptions(coalesce=False))
-    rows = [r for r in pq.read_table(out).to_pylist() if r["op"] == "write"]
-    pcs = json.loads(tracemeta.footer(out)[tracemeta.KEY_PCS])
+    trace = tmp_path / "t.parquet"
+    api.record_convert(str(tmp_path), str(trace), "test", RecordOptions(coalesce=False))
+    rows = [r for r in pq.read_table(trace).to_pylist() if r["op"] == "write"]
+    pcs = json.loads(tracemeta.footer(trace)[tracemeta.KEY_PCS])
     names = [[f.get("symbol") for f in pcs[str(r["pc"])]] for r in rows]
     assert [n[1] if n[0] else None for n in names] == [
         "app.Main.one",
@@ -266,6 +268,7 @@ def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
         "app.Main.two",
         None,
         "app.Main.four",
+        "app.Main.seven",
     ]
     assert rows[3]["pc"] == NATIVE and rows[1]["pc"] == rows[2]["pc"]
     assert pcs[str(rows[0]["pc"])][0] == {
@@ -275,8 +278,8 @@ def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
         "symbol": "java.io.FileOutputStream.write",
     }
     assert rows[0]["pc"] == jvm.java_signature([("java.io.FileOutputStream.write", 83), ("app.Main.one", 7)])
-    assert "jfr" not in json.dumps(tracemeta.paths(tracemeta.footer(out)))
-    assert (tmp_path / "42.1.txt").read_text().endswith("E 5\n")
+    assert "jfr" not in json.dumps(tracemeta.paths(tracemeta.footer(trace)))
+    assert (tmp_path / "42.1.txt").read_text().endswith("E 6\n")
 
 
 @pytest.mark.parametrize("tool", [None, "jfr"])

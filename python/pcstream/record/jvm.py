@@ -485,31 +485,46 @@ class Join:
     unmatched: int = 0
 
     def run(self, logs: JvmLogs, events: Iterable[JfrEvent]) -> None:
-        """Join ``events`` to ``logs`` (see :func:`match_one`); events are taken per (thread, file)
-        in time order."""
-        keyed: dict[tuple[bool, int, str], list[JfrEvent]] = {}
+        """Join ``events`` to ``logs`` (see :func:`match_one`), per (thread, file) in time order;
+        then the events without a path (a standard stream, a descriptor from elsewhere) to the
+        records of their thread no event took, whatever their file (``java ... > log``)."""
+        keyed: dict[tuple[bool, int, str | None], list[JfrEvent]] = {}
         for ev in events:
             self.events += 1
             if ev.bytes == 0 and not ev.force:
                 self.joined += 1  # a write of nothing: no write call to find
-            elif ev.path is None:
-                self.no_path += 1
             else:
                 keyed.setdefault((ev.force, ev.tid, ev.path), []).append(ev)
-        for (force, tid, path), evs in keyed.items():
+        for (force, tid, path), evs in sorted(keyed.items(), key=lambda kv: kv[0][2] is None):
+            if path is None:
+                records = sorted(
+                    (
+                        r
+                        for (t, _p), rs in logs.writes.items()
+                        if t == tid
+                        for r in rs
+                        if r[2] not in self.assigned
+                    ),
+                    key=lambda r: r[0],
+                )
+                self.no_path += len(evs) - self.join(evs, records, force)
+                continue
             records = (logs.syncs if force else logs.writes).get((tid, path), [])
             if not records:
                 self.no_file += len(evs)
                 continue
-            evs.sort(key=lambda e: e.start_ns)
-            nxt = 0
-            for ev in evs:
-                run = match_one(records, nxt, ev)
-                if run is None:
-                    self.unmatched += 1
-                    continue
+            self.unmatched += len(evs) - self.join(evs, records, force)
+
+    def join(self, evs: list[JfrEvent], records: list[tuple[int, int, tuple[int, int]]], force: bool) -> int:
+        """Join ``evs`` in time order to ``records`` (in time order); how many were joined."""
+        evs.sort(key=lambda e: e.start_ns)
+        nxt, joined = 0, 0
+        for ev in evs:
+            run = match_one(records, nxt, ev)
+            if run is not None:
                 self.take(ev, records[run[0] : run[1]], force)
-                nxt = run[1]
+                nxt, joined = run[1], joined + 1
+        return joined
 
     def take(self, ev: JfrEvent, records: list[tuple[int, int, tuple[int, int]]], force: bool) -> None:
         sig = java_signature(ev.frames)
@@ -533,7 +548,7 @@ class Join:
         if missed:
             warnings.append(
                 f"{missed} of {self.events} JFR file events found no write: {self.no_path} without a "
-                f"path (a standard stream or another descriptor), {self.no_file} on files with no "
+                f"path (a standard stream to a pipe or terminal), {self.no_file} on files with no "
                 f"recorded write of their thread (not regular files), {self.unmatched} with no write of "
                 "their thread, file and bytes within their time"
             )
