@@ -20,7 +20,7 @@ import pytest
 
 from pcstream import api, tracemeta
 from pcstream.options import RecordOptions
-from pcstream.record import jvm
+from pcstream.record import elf, jvm
 
 JAVA_TOOLS = {tool: shutil.which(tool) for tool in ("java", "javac", "jfr")}
 needs_java = pytest.mark.skipif(
@@ -172,6 +172,69 @@ def test_a_plain_program_is_left_alone(tmp_path: Path) -> None:
     java = jvm.prepare(["java", "-version"], JAVA_TOOLS["java"] or "", tmp_path, 7)
     assert java.cmd[0] == "java" and java.cmd[-1] == "-version" and "stackdepth=7" in " ".join(java.cmd)
     assert java.env is None and (tmp_path / "jfr" / jvm.SETTINGS_FILE).is_file()
+
+
+# A program that links libjvm and runs W.main in the JVM it creates (JNI): its JVM only takes
+# options from JAVA_TOOL_OPTIONS.
+LAUNCHER = r"""
+#include <jni.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+    if (argc != 3) return 2;
+    char cp[4096];
+    snprintf(cp, sizeof cp, "-Djava.class.path=%s", argv[1]);
+    JavaVMOption opt[1] = {{.optionString = cp}};
+    JavaVMInitArgs args = {.version = JNI_VERSION_10, .nOptions = 1, .options = opt};
+    JavaVM *vm;
+    JNIEnv *env;
+    if (JNI_CreateJavaVM(&vm, (void **)&env, &args) != JNI_OK) return 2;
+    jclass w = (*env)->FindClass(env, "W");
+    jmethodID m = w ? (*env)->GetStaticMethodID(env, w, "main", "([Ljava/lang/String;)V") : NULL;
+    if (m == NULL) return 2;
+    jclass str = (*env)->FindClass(env, "java/lang/String");
+    jobjectArray a = (*env)->NewObjectArray(env, 1, str, (*env)->NewStringUTF(env, argv[2]));
+    (*env)->CallStaticVoidMethod(env, w, m, a);
+    (*vm)->DestroyJavaVM(vm);
+    return 0;
+}
+"""
+
+
+@needs_java
+def test_a_program_linking_libjvm_gets_jfr_through_java_tool_options(classes: Path, tmp_path: Path) -> None:
+    home = Path(os.path.realpath(JAVA_TOOLS["javac"] or "")).parents[1]
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or not (home / "include" / "jni.h").is_file():
+        pytest.skip(f"needs a C compiler and {home}/include/jni.h")
+    (tmp_path / "launch.c").write_text(LAUNCHER)
+    exe, server = tmp_path / "launch", home / "lib" / "server"
+    subprocess.run(
+        [
+            cc,
+            "-O2",
+            f"-I{home}/include",
+            f"-I{home}/include/linux",
+            "-o",
+            str(exe),
+            str(tmp_path / "launch.c"),
+        ]
+        + [f"-L{server}", f"-Wl,-rpath,{server}", "-ljvm"],
+        check=True,
+    )
+    assert jvm.is_jvm(str(exe)) == "libjvm" and "libjvm.so" in (elf.needed(exe) or [])
+    cmd = [str(exe), str(classes), str(N)]
+    plain = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    run = record(tmp_path, cmd)
+    assert (run.status, run.stdout) == (plain.returncode, plain.stdout) == (3, f"wrote {N}\n")
+    # JAVA_TOOL_OPTIONS makes the JVM say so on stderr: the one line it adds
+    picked = [
+        x for x in run.stderr.splitlines(keepends=True) if x.startswith("Picked up JAVA_TOOL_OPTIONS: ")
+    ]
+    assert len(picked) == 1 and run.stderr.replace(picked[0], "") == plain.stderr
+    files = run.by_file()
+    assert run.symbols(only(files["short.dat"]))[1] == "W.shortPath"
+    assert sorted(run.symbols(pc)[1] for pc in files["same.dat"]) == ["W.sharedA", "W.sharedB"]
 
 
 # --------------------------------------------------------------------------- the join, made up
