@@ -152,6 +152,7 @@ def prepare(cmd: list[str], program: str, logdir: Path, frames: int) -> JavaRun:
     jfr_dir = (logdir / JFR_DIR).resolve()
     jfr_dir.mkdir(parents=True, exist_ok=True)
     (jfr_dir / SETTINGS_FILE).write_text(settings_text())
+    (jfr_dir / RECORDING_FILE).unlink(missing_ok=True)  # a kept log directory's last recording
     options = jvm_options(jfr_dir, frames)
     beside = Path(os.path.realpath(program)).parent / "jfr"
     tool = str(beside) if kind == "launcher" and beside.is_file() else shutil.which("jfr")
