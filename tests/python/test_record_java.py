@@ -343,6 +343,7 @@ def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
     assert rows[0]["pc"] == jvm.java_signature([("java.io.FileOutputStream.write", 83), ("app.Main.one", 7)])
     assert "jfr" not in json.dumps(tracemeta.paths(tracemeta.footer(trace)))
     assert (tmp_path / "42.1.txt").read_text().endswith("E 6\n")
+    assert jvm.path_table(b"P 00000000000000ff 99 /torn") is None
 
 
 @pytest.mark.parametrize("tool", [None, "jfr"])

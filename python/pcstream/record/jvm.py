@@ -346,7 +346,7 @@ def sig_lines(sig: int, frames: tuple[tuple[str, int], ...]) -> bytes:
 
 def txt_lines(b: bytes) -> Iterator[tuple[int, bytes]]:
     """(tag, whole line) of a shim ``.txt`` file; ``P``, ``F`` and ``N`` lines carry
-    length-prefixed bytes that may hold a newline."""
+    length-prefixed bytes that may hold a newline. ValueError at a line without its end."""
     at = 0
     while at < len(b):
         tag = b[at]
@@ -358,10 +358,25 @@ def txt_lines(b: bytes) -> Iterator[tuple[int, bytes]]:
             sp = b.index(b" ", start)
             end = sp + 1 + int(b[start:sp]) + 1
         else:
-            nl = b.find(b"\n", at)
-            end = len(b) if nl < 0 else nl + 1
+            end = b.find(b"\n", at) + 1
+        if end <= at or end > len(b) or b[end - 1] != ord("\n"):
+            raise ValueError(f"byte {at}: a line without its end (torn)")
         yield tag, b[at:end]
         at = end
+
+
+def path_table(b: bytes) -> dict[int, str] | None:
+    """The ``P`` lines of a ``.txt`` file: hash -> normalized path; None when the file does not
+    parse (torn: the converter reports it, and such an image is left as it is)."""
+    paths = {}
+    try:
+        for tag, line in txt_lines(b):
+            if tag == ord("P"):
+                h, _n, p = line[2:-1].split(b" ", 2)
+                paths[int(h, 16)] = os.path.normpath(p.decode(errors="replace"))
+    except (ValueError, IndexError):
+        return None
+    return paths
 
 
 @dataclass
@@ -394,12 +409,8 @@ class JvmLogs:
                 table = txt.read_bytes()
             except OSError:
                 continue
-            paths = {}
-            for tag, line in txt_lines(table):
-                if tag == ord("P"):
-                    h, _n, p = line[2:-1].split(b" ", 2)
-                    paths[int(h, 16)] = os.path.normpath(p.decode(errors="replace"))
-            if any(logs.is_jfr(p) for p in paths.values()):
+            paths = path_table(table)
+            if paths is not None and any(logs.is_jfr(p) for p in paths.values()):
                 logs.add_image(Image(bin_path, txt, paths))
         return logs
 
