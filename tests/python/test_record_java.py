@@ -258,22 +258,10 @@ def shim_logs(d: Path, records: list[tuple[int, int, int, str]], paths: list[str
     (d / "42.1.txt").write_text(txt)
 
 
-def event(path: str | None, n: int, start_s: float, method: str) -> dict[str, Any]:
-    frames = [
-        {"method": {"type": {"name": "java/io/FileOutputStream"}, "name": "write"}, "lineNumber": 83},
-        {"method": {"type": {"name": "app/Main"}, "name": method}, "lineNumber": 7},
-    ]
-    return {
-        "type": jvm.FILE_WRITE,
-        "values": {
-            "startTime": f"1970-01-01T00:00:{start_s:012.9f}Z",
-            "duration": "PT0.001S",
-            "eventThread": {"osName": "main", "osThreadId": TID},
-            "stackTrace": {"truncated": False, "frames": frames},
-            "path": path,
-            "bytesWritten": n,
-        },
-    }
+def event(path: str | None, n: int, start_s: float, method: str) -> bytes:
+    """One event as the reader prints it (python/pcstream/record/JfrWrites.java), 1 ms long."""
+    head = f"E W {TID} {round(start_s * 1e9)} 1000000 {n} 2 " + ("0 " if path is None else f"1 {path}")
+    return f"{head}\n83 java.io.FileOutputStream.write\n7 app.Main.{method}\n".encode()
 
 
 def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
@@ -292,24 +280,17 @@ def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
         ],
         [a, b, jfr_file, out],
     )
-    doc = {
-        "recording": {
-            "events": [
-                event("a.dat", 4096, 1.0, "one"),
-                event("a.dat", 4096, 2.0, "two"),
-                event("a.dat", 555, 3.5, "three"),  # no write of these bytes then: counted
-                event("a.dat", 4096, 4.0, "four"),
-                event("b.dat", 10, 5.0, "five"),  # a file without writes: counted
-                event(None, 6, 6.0, "six"),  # no path (stdout to a pipe): counted
-                event(None, 6, 7.0, "seven"),  # no path, a write of its thread: joined
-            ]
-        }
-    }
-    raw = list(jvm.json_events(io.StringIO(json.dumps(doc, indent=2))))
-    events = [jvm.to_event(r, 12, 0) for r in raw]
-    events = [
-        jvm.JfrEvent(**{**e.__dict__, "path": e.path and os.path.join(tmp_path, e.path)}) for e in events if e
+    printed = [
+        event("a.dat", 4096, 1.0, "one"),
+        event("a.dat", 4096, 2.0, "two"),
+        event("a.dat", 555, 3.5, "three"),  # no write of these bytes then: counted
+        event("a.dat", 4096, 4.0, "four"),
+        event("b.dat", 10, 5.0, "five"),  # a file without writes: counted
+        event(None, 6, 6.0, "six"),  # no path (stdout to a pipe): counted
+        event(None, 6, 7.0, "seven"),  # no path, a write of its thread: joined
     ]
+    events = list(jvm.parse_events(io.BytesIO(b"".join(printed)), 0, str(tmp_path)))
+    assert events[0].path == a and events[5].path is None and events[0].end_ns == 1_001_000_000
     logs = jvm.JvmLogs.read(tmp_path, tmp_path / "jfr")
     join = jvm.Join()
     join.run(logs, events)
@@ -346,21 +327,42 @@ def test_join_on_a_made_up_recording(tmp_path: Path) -> None:
     assert jvm.path_table(b"P 00000000000000ff 99 /torn") is None
 
 
-@pytest.mark.parametrize("tool", [None, "jfr"])
+def test_reader_output_is_parsed_exactly() -> None:
+    printed = b"E F 7 1000 5 1 1 1 /a\\\\b\\nc d\n-1 x.Y.\\nz\nE W 8 2000 0 3 0 0 \n"
+    force, write = jvm.parse_events(io.BytesIO(printed), 0, "/")
+    assert (force.force, force.tid, force.path, force.bytes, force.frames) == (
+        True,
+        7,
+        "/a\\b\nc d",
+        1,
+        (("x.Y.\nz", 0),),
+    )
+    assert (write.force, write.path, write.bytes, write.start_ns, write.end_ns) == (
+        False,
+        None,
+        3,
+        2000,
+        2000,
+    )
+    with pytest.raises(jvm.JfrError, match="unexpected line"):
+        list(jvm.parse_events(io.BytesIO(b"Exception in thread main\n"), 0, "/"))
+
+
+@pytest.mark.parametrize("tool", [None, "java"])
 def test_unreadable_recording_keeps_native_signatures(tmp_path: Path, tool: str | None) -> None:
-    if tool is not None and JAVA_TOOLS["jfr"] is None:
-        pytest.skip("needs the jfr tool of a JDK")
+    if tool is not None and JAVA_TOOLS["java"] is None:
+        pytest.skip("needs the java launcher of a JDK")
     a, jfr_file = str(tmp_path / "a"), tmp_path / "jfr" / "run.jfr"
     shim_logs(tmp_path, [(1, 1, 0, str(jfr_file)), (5, 2, 10, a)], [a, str(jfr_file)])
     jfr_file.parent.mkdir()
     jfr_file.write_bytes(b"not a recording")
-    run = jvm.JavaRun(["java"], None, tmp_path / "jfr", 12, tool and JAVA_TOOLS["jfr"], 0, str(tmp_path))
+    run = jvm.JavaRun(["java"], None, tmp_path / "jfr", 12, tool and JAVA_TOOLS["java"], 0, str(tmp_path))
     summary = run.attribute(tmp_path)
     (warning,) = summary["warnings"]
     assert warning.startswith(
         "the JVM's JFR recording could not be read, its writes keep native signatures: "
     )
-    assert "\n" not in warning and (tool is not None or "no 'jfr' tool found" in warning), warning
+    assert "\n" not in warning and (tool is not None or "no 'java' launcher found" in warning), warning
     assert (summary["java_writes"], summary["java_dropped_records"]) == (0, 1)
     records = list(jvm.RECORD.iter_unpack((tmp_path / "42.1.bin").read_bytes()[jvm.HEADER_BYTES :]))
     assert [(r[3], r[12]) for r in records] == [(NATIVE, 2)]

@@ -5,7 +5,7 @@ Under the shim alone every write of a JVM gets one signature: the native walk en
 libjvm frames. When the recorded program is a JVM (the ``java`` launcher, or an executable linking
 libjvm), :func:`prepare` turns on JFR's ``jdk.FileWrite`` and ``jdk.FileForce`` events (stack
 traces on, threshold 0 ms, every other event off) recording into the log directory. After the run
-:meth:`JavaRun.attribute` reads the recording (``jfr print --json``, streamed), joins each event to
+:meth:`JavaRun.attribute` reads the recording (:data:`READER`, streamed), joins each event to
 the shim records it belongs to (same OS thread, same file, in order, the bytes adding up) and
 rewrites the shim's logs before conversion: a joined record's ``pc`` becomes the hash of its
 innermost Java frames, and new ``S``/``F``/``N`` lines in the process image's ``.txt`` give those
@@ -15,7 +15,6 @@ the logs. Writes JFR does not report (mapped buffers, native code) keep their na
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -24,9 +23,8 @@ import subprocess
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pcstream.record import elf
 
@@ -45,8 +43,8 @@ FILE_FORCE = "jdk.FileForce"
 # clock, turned into CLOCK_MONOTONIC with an offset measured before the run (off by microseconds;
 # more if the wall clock is stepped during the run).
 SLACK_NS = 2_000_000
-# Chunks read from ``jfr print``'s output.
-READ_CHUNK = 1 << 20
+# The reader of a recording's file events, a Java source file run by the JDK's launcher.
+READER = Path(__file__).with_name("JfrWrites.java")
 
 # The shim's .bin layout (shim/include/pcshim.h, struct pcshim_record): 88 bytes, little-endian.
 HEADER_BYTES = 32
@@ -114,7 +112,7 @@ class JavaRun:
     env: dict[str, str] | None = None
     jfr_dir: Path | None = None
     frames: int = 12
-    jfr_tool: str | None = None
+    java: str | None = None  # the launcher that runs READER
     offset_ns: int = 0
     cwd: str = field(default_factory=os.getcwd)
 
@@ -127,13 +125,13 @@ class JavaRun:
         logs = JvmLogs.read(logdir, self.jfr_dir)
         join = Join()
         problem = None
-        if self.jfr_tool is None:
-            problem = "no 'jfr' tool found (it comes with a JDK)"
+        if self.java is None:
+            problem = "no 'java' launcher found to read it with (a JDK's)"
         elif not recording.is_file():
             problem = f"{recording} was not written (the JVM did not reach its exit?)"
         else:
             try:
-                join.run(logs, read_events(self.jfr_tool, recording, self.frames, self.offset_ns, self.cwd))
+                join.run(logs, read_events(self.java, recording, self.frames, self.offset_ns, self.cwd))
             except JfrError as exc:
                 problem = str(exc)
                 join = Join()
@@ -154,9 +152,8 @@ def prepare(cmd: list[str], program: str, logdir: Path, frames: int) -> JavaRun:
     (jfr_dir / SETTINGS_FILE).write_text(settings_text())
     (jfr_dir / RECORDING_FILE).unlink(missing_ok=True)  # a kept log directory's last recording
     options = jvm_options(jfr_dir, frames)
-    beside = Path(os.path.realpath(program)).parent / "jfr"
-    tool = str(beside) if kind == "launcher" and beside.is_file() else shutil.which("jfr")
-    run = JavaRun(cmd, None, jfr_dir, frames, tool, clock_offset_ns())
+    java = os.path.realpath(program) if kind == "launcher" else shutil.which("java")
+    run = JavaRun(cmd, None, jfr_dir, frames, java, clock_offset_ns())
     if kind == "launcher":
         run.cmd = [cmd[0], *options, *cmd[1:]]
     else:
@@ -187,139 +184,62 @@ class JfrEvent:
     frames: tuple[tuple[str, int], ...]
 
 
-_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
-_DURATION = re.compile(r"(-?)PT(?:(\d+)H)?(?:(-?\d+)M)?(?:(-?\d+(?:\.\d{1,9})?)S)?$")
+def unescape(text: bytes) -> str:
+    """A text field of the reader's output: UTF-8 with backslash and newline escaped."""
+    return _ESCAPED.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), text.decode("utf-8", "replace"))
 
 
-def epoch_ns(text: str) -> int:
-    """An ISO-8601 instant with up to nanoseconds (``2026-11-28T15:23:48.480635753Z``) in ns."""
-    m = _TIME.match(text)
-    if not m:
-        raise ValueError(f"not a time: {text!r}")
-    zone = "+00:00" if m.group(3) == "Z" else m.group(3)
-    seconds = int(datetime.fromisoformat(m.group(1) + zone).timestamp())
-    return seconds * 1_000_000_000 + int((m.group(2) or "0").ljust(9, "0"))
+_ESCAPED = re.compile(r"\\(.)", re.S)
 
 
-def duration_ns(text: str) -> int:
-    """An ISO-8601 duration as JFR prints it (``PT0.000034284S``, ``PT1M2.5S``) in ns."""
-    m = _DURATION.match(text)
-    if not m:
-        raise ValueError(f"not a duration: {text!r}")
-    sign, hours, minutes, seconds = m.groups()
-    whole, _, frac = (seconds or "0").partition(".")
-    ns = (int(hours or 0) * 3600 + int(minutes or 0) * 60 + int(whole)) * 1_000_000_000
-    ns += int(frac.ljust(9, "0")) * (-1 if whole.startswith("-") else 1)
-    return -ns if sign else ns
+def parse_events(lines: Iterable[bytes], offset_ns: int, cwd: str) -> Iterator[JfrEvent]:
+    """The events of :data:`READER`'s output (its format is in the file), their times turned
+    into CLOCK_MONOTONIC (``offset_ns`` = wall - monotonic) and their paths made absolute against
+    the JVM's working directory ``cwd``."""
+    it = iter(lines)
+    for line in it:
+        fields = line.rstrip(b"\n").split(b" ", 8)
+        if len(fields) != 9 or fields[0] != b"E" or fields[1] not in (b"W", b"F"):
+            raise JfrError(f"unexpected line from the reader: {line[:80]!r}")
+        _e, kind, tid, start, duration, written, n, has_path, path = fields
+        frames = []
+        for _ in range(int(n)):
+            number, _sp, name = next(it, b"").rstrip(b"\n").partition(b" ")
+            frames.append((unescape(name), max(int(number or b"x"), 0)))
+        begin = int(start) - offset_ns
+        yield JfrEvent(
+            force=kind == b"F",
+            tid=int(tid),
+            path=os.path.normpath(os.path.join(cwd, unescape(path))) if has_path == b"1" else None,
+            bytes=int(written),
+            start_ns=begin,
+            end_ns=begin + max(int(duration), 0),
+            frames=tuple(frames),
+        )
 
 
-def frame_name(frame: dict[str, Any]) -> tuple[str, int]:
-    """(``package.Class.method``, line) of a JSON stack frame; line 0 when unknown."""
-    method = frame.get("method") or {}
-    owner = ((method.get("type") or {}).get("name") or "?").replace("/", ".")
-    line = frame.get("lineNumber")
-    return f"{owner}.{method.get('name') or '?'}", line if isinstance(line, int) and line > 0 else 0
-
-
-def to_event(raw: dict[str, Any], frames: int, offset_ns: int) -> JfrEvent | None:
-    """A JSON event as :class:`JfrEvent` (None for another event type)."""
-    kind, values = raw.get("type"), raw.get("values") or {}
-    if kind not in (FILE_WRITE, FILE_FORCE):
-        return None
-    start = epoch_ns(values["startTime"]) - offset_ns
-    thread = values.get("eventThread") or {}
-    stack = (values.get("stackTrace") or {}).get("frames") or []
-    written = values.get("bytesWritten")
-    return JfrEvent(
-        force=kind == FILE_FORCE,
-        tid=int(thread.get("osThreadId") or 0),
-        path=values.get("path"),
-        bytes=1 if kind == FILE_FORCE else int(written or 0),
-        start_ns=start,
-        end_ns=start + max(duration_ns(values.get("duration") or "PT0S"), 0),
-        frames=tuple(frame_name(f) for f in stack[:frames]),
-    )
-
-
-def json_events(stream: IO[str]) -> Iterator[dict[str, Any]]:
-    """The objects of the ``events`` array of ``jfr print --json``'s output, one at a time, without
-    holding the whole document (it takes some 4 kB per event)."""
-    decoder = json.JSONDecoder()
-    buf, pos, eof = "", 0, False
-
-    def more() -> bool:
-        nonlocal buf, pos, eof
-        chunk = stream.read(READ_CHUNK)
-        eof = not chunk
-        buf, pos = buf[pos:] + chunk, 0
-        return not eof
-
-    while (start := buf.find('"events"')) < 0:
-        if not more():
-            raise JfrError("jfr print --json gave no events array")
-    pos = buf.index("[", start) + 1 if "[" in buf[start:] else start
-    while True:
-        while pos < len(buf) and buf[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= len(buf):
-            if not more():
-                raise JfrError("jfr print --json output ended inside the events array")
-            continue
-        if buf[pos] == "]":
-            return
-        try:
-            obj, end = decoder.raw_decode(buf, pos)
-        except json.JSONDecodeError:
-            if not more():
-                raise JfrError("jfr print --json gave malformed output") from None
-            continue
-        pos = end
-        yield obj
-
-
-def read_events(tool: str, recording: Path, frames: int, offset_ns: int, cwd: str) -> Iterator[JfrEvent]:
-    """The FileWrite and FileForce events of ``recording``, read with ``tool print --json``
-    (streamed), paths made absolute against the JVM's working directory ``cwd``."""
-    cmd = [tool, "print", "--json", "--stack-depth", str(frames), "--events", f"{FILE_WRITE},{FILE_FORCE}"]
+def read_events(java: str, recording: Path, frames: int, offset_ns: int, cwd: str) -> Iterator[JfrEvent]:
+    """The FileWrite and FileForce events of ``recording`` (:func:`parse_events`), read by
+    :data:`READER` run with the JDK's ``java`` as a single-file source program, streamed."""
     try:
         proc = subprocess.Popen(
-            [*cmd, str(recording)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
+            [java, str(READER), str(recording), str(frames)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
     except OSError as exc:
-        raise JfrError(f"{tool}: {exc.strerror or exc}") from None
+        raise JfrError(f"{java}: {exc.strerror or exc}") from None
     assert proc.stdout is not None and proc.stderr is not None
     try:
-        for raw in json_events(proc.stdout):
-            ev = _event(raw, frames, offset_ns, cwd, recording)
-            if ev is not None:
-                yield ev
-    except JfrError as exc:
+        yield from parse_events(proc.stdout, offset_ns, cwd)
+    except (JfrError, ValueError) as exc:
         proc.kill()
-        proc.wait()
-        err = proc.stderr.read().strip().splitlines()
-        raise JfrError(f"{recording}: {err[0] if err else exc}") from None
+        raise JfrError(f"{recording}: {exc}") from None
     finally:
         proc.stdout.close()
-    status = proc.wait()
-    err = proc.stderr.read().strip().splitlines()
-    proc.stderr.close()
+        status = proc.wait()
+        err = [x for x in proc.stderr.read().decode(errors="replace").splitlines() if x.strip()]
+        proc.stderr.close()
     if status != 0:
-        raise JfrError(f"{recording}: {tool} print failed: {err[0] if err else f'status {status}'}")
-
-
-def _event(raw: dict[str, Any], frames: int, offset_ns: int, cwd: str, recording: Path) -> JfrEvent | None:
-    """:func:`to_event`, its path made absolute against ``cwd``."""
-    try:
-        ev = to_event(raw, frames, offset_ns)
-    except (KeyError, ValueError, TypeError) as exc:
-        raise JfrError(f"{recording}: an event jfr printed is not understood ({exc})") from None
-    if ev is None or ev.path is None:
-        return ev
-    return JfrEvent(**{**ev.__dict__, "path": os.path.normpath(os.path.join(cwd, ev.path))})
+        raise JfrError(f"{recording}: {java} {READER.name} failed: {err[0] if err else f'status {status}'}")
 
 
 # --------------------------------------------------------------------------- the shim logs
