@@ -22,7 +22,7 @@ from pcstream import api, tracemeta
 from pcstream.options import RecordOptions
 from pcstream.record import elf, jvm
 
-JAVA_TOOLS = {tool: shutil.which(tool) for tool in ("java", "javac", "jfr")}
+JAVA_TOOLS = {tool: shutil.which(tool) for tool in ("java", "javac")}
 needs_java = pytest.mark.skipif(
     not all(JAVA_TOOLS.values()),
     reason=f"needs a JDK: {', '.join(t for t, p in JAVA_TOOLS.items() if p is None)} not found",
