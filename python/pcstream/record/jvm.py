@@ -186,7 +186,10 @@ class JfrEvent:
 
 def unescape(text: bytes) -> str:
     """A text field of the reader's output: UTF-8 with backslash and newline escaped."""
-    return _ESCAPED.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), text.decode("utf-8", "replace"))
+    plain = text.decode("utf-8", "replace")
+    if "\\" not in plain:
+        return plain
+    return _ESCAPED.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), plain)
 
 
 _ESCAPED = re.compile(r"\\(.)", re.S)
@@ -197,6 +200,8 @@ def parse_events(lines: Iterable[bytes], offset_ns: int, cwd: str) -> Iterator[J
     into CLOCK_MONOTONIC (``offset_ns`` = wall - monotonic) and their paths made absolute against
     the JVM's working directory ``cwd``."""
     it = iter(lines)
+    names: dict[bytes, tuple[str, int]] = {}  # a frame line -> the frame (call sites repeat)
+    paths: dict[bytes, str] = {}
     for line in it:
         fields = line.rstrip(b"\n").split(b" ", 8)
         if len(fields) != 9 or fields[0] != b"E" or fields[1] not in (b"W", b"F"):
@@ -204,13 +209,19 @@ def parse_events(lines: Iterable[bytes], offset_ns: int, cwd: str) -> Iterator[J
         _e, kind, tid, start, duration, written, n, has_path, path = fields
         frames = []
         for _ in range(int(n)):
-            number, _sp, name = next(it, b"").rstrip(b"\n").partition(b" ")
-            frames.append((unescape(name), max(int(number or b"x"), 0)))
+            raw = next(it, b"")
+            frame = names.get(raw)
+            if frame is None:
+                number, _sp, name = raw.rstrip(b"\n").partition(b" ")
+                frame = names[raw] = (unescape(name), max(int(number or b"x"), 0))
+            frames.append(frame)
+        if has_path == b"1" and path not in paths:
+            paths[path] = os.path.normpath(os.path.join(cwd, unescape(path)))
         begin = int(start) - offset_ns
         yield JfrEvent(
             force=kind == b"F",
             tid=int(tid),
-            path=os.path.normpath(os.path.join(cwd, unescape(path))) if has_path == b"1" else None,
+            path=paths[path] if has_path == b"1" else None,
             bytes=int(written),
             start_ns=begin,
             end_ns=begin + max(int(duration), 0),
@@ -408,6 +419,8 @@ class Join:
 
     assigned: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     sigs: dict[int, bytes] = field(default_factory=dict)
+    # frames -> signature: a call site's events share their frames, and hashing is slow here
+    sig_of: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
     events: int = 0
     joined: int = 0
     java_writes: int = 0
@@ -459,8 +472,9 @@ class Join:
         return joined
 
     def take(self, ev: JfrEvent, records: list[tuple[int, int, tuple[int, int]]], force: bool) -> None:
-        sig = java_signature(ev.frames)
-        if sig not in self.sigs:
+        sig = self.sig_of.get(ev.frames)
+        if sig is None:
+            sig = self.sig_of[ev.frames] = java_signature(ev.frames)
             self.sigs[sig] = sig_lines(sig, ev.frames)
         for _ts, length, where in records:
             self.assigned[where] = (sig, len(ev.frames))
