@@ -128,7 +128,7 @@ class JavaRun:
         if self.java is None:
             problem = "no 'java' launcher found to read it with (a JDK's)"
         elif not recording.is_file():
-            problem = f"{recording} was not written (the JVM did not reach its exit?)"
+            problem = f"{recording} was not written (JFR did not start, or the JVM was killed before its end)"
         else:
             try:
                 join.run(logs, read_events(self.java, recording, self.frames, self.offset_ns, self.cwd))
