@@ -172,6 +172,11 @@ def test_a_plain_program_is_left_alone(tmp_path: Path) -> None:
     java = jvm.prepare(["java", "-version"], JAVA_TOOLS["java"] or "", tmp_path, 7)
     assert java.cmd[0] == "java" and java.cmd[-1] == "-version" and "stackdepth=7" in " ".join(java.cmd)
     assert java.env is None and (tmp_path / "jfr" / jvm.SETTINGS_FILE).is_file()
+    odd = tmp_path / "a,b"
+    refused = jvm.prepare(["java", "-version"], JAVA_TOOLS["java"] or "", odd, 7)
+    assert (refused.cmd, refused.jfr_dir, odd.exists()) == (["java", "-version"], None, False)
+    (warning,) = refused.attribute(odd)["warnings"]
+    assert warning.startswith("JFR not started") and "comma or white space" in warning
 
 
 # A program that links libjvm and runs W.main in the JVM it creates (JNI): its JVM only takes

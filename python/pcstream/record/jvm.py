@@ -43,6 +43,8 @@ FILE_FORCE = "jdk.FileForce"
 # clock, turned into CLOCK_MONOTONIC with an offset measured before the run (off by microseconds;
 # more if the wall clock is stepped during the run).
 SLACK_NS = 2_000_000
+# Characters a path in the JVM options cannot hold.
+UNSAFE_IN_OPTIONS = frozenset(", \t\n\r")
 # The reader of a recording's file events, a Java source file run by the JDK's launcher.
 READER = Path(__file__).with_name("JfrWrites.java")
 
@@ -115,10 +117,13 @@ class JavaRun:
     java: str | None = None  # the launcher that runs READER
     offset_ns: int = 0
     cwd: str = field(default_factory=os.getcwd)
+    not_started: str | None = None  # why a JVM runs without JFR
 
     def attribute(self, logdir: Path) -> dict[str, Any]:
         """After the run: join the recording to the logs and rewrite them (see the module's doc).
         The summary's ``java_*`` counts and its ``warnings``; {} for a program that is not a JVM."""
+        if self.not_started is not None:
+            return {"warnings": [self.not_started]}
         if self.jfr_dir is None:
             return {}
         recording = self.jfr_dir / RECORDING_FILE
@@ -148,6 +153,11 @@ def prepare(cmd: list[str], program: str, logdir: Path, frames: int) -> JavaRun:
     if kind is None:
         return JavaRun(cmd)
     jfr_dir = (logdir / JFR_DIR).resolve()
+    if any(c in str(jfr_dir) for c in UNSAFE_IN_OPTIONS):
+        # JFR's options are split at commas, JAVA_TOOL_OPTIONS at white space: such a path would
+        # make the JVM refuse to start
+        why = f"the log directory {logdir} has a comma or white space in its path"
+        return JavaRun(cmd, not_started=f"JFR not started, the JVM's writes keep native signatures: {why}")
     jfr_dir.mkdir(parents=True, exist_ok=True)
     (jfr_dir / SETTINGS_FILE).write_text(settings_text())
     (jfr_dir / RECORDING_FILE).unlink(missing_ok=True)  # a kept log directory's last recording
