@@ -23,6 +23,12 @@
  *       P <hash:16 hex> <len> <path bytes>\n         a path and its 64-bit hash (records carry the hash)
  *       S <sig:16 hex> <n>\n                         a signature seen for the first time, then n lines
  *       F <module:16 hex> <offset:hex> <len> <module path>\n   its frames, innermost first
+ *       N <len> <name bytes>\n                      optional after an F line: that frame's name. The
+ *                                                    shim never writes it; `pcstream record` adds it for
+ *                                                    frames that are not machine code (a JVM's Java
+ *                                                    frames: module "java", offset = the source line,
+ *                                                    python/pcstream/record/jvm.py); readers of older
+ *                                                    logs see none
  *       W <text>\n                                   a warning (unwind unavailable, too many mappings,
  *                                                    ...); "W io_uring: ..." once per process image
  *                                                    that set up an io_uring (its ring I/O is not seen);

@@ -1,6 +1,7 @@
 """What ``pcstream record`` reads from ELF files, with :mod:`struct` and no other dependency:
 whether an executable is statically linked (no ``PT_INTERP`` program header: the dynamic linker
-never runs, so ``LD_PRELOAD`` and the shim do not apply), a file's GNU build-id and
+never runs, so ``LD_PRELOAD`` and the shim do not apply), the libraries it needs (``DT_NEEDED``:
+a program that links libjvm runs a Java VM), a file's GNU build-id and
 ``.gnu_debuglink`` name (to find its separate debug file), and the module id the shim records for a
 module (``shim/src/modules.c``: a hash of the build-id, or of the path when there is none).
 
@@ -14,8 +15,13 @@ import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
+PT_LOAD = 1
+PT_DYNAMIC = 2
 PT_INTERP = 3
 PT_NOTE = 4
+DT_NULL = 0
+DT_NEEDED = 1
+DT_STRTAB = 5
 SHT_NOTE = 7
 NT_GNU_BUILD_ID = 3
 PN_XNUM = 0xFFFF
@@ -61,6 +67,11 @@ def _read(f: BinaryIO, offset: int, size: int) -> bytes:
 
 def _segments(f: BinaryIO, h: _Header) -> list[tuple[int, int, int]]:
     """(p_type, p_offset, p_filesz) of every program header."""
+    return [(t, off, size) for t, off, _va, size in _segments_va(f, h)]
+
+
+def _segments_va(f: BinaryIO, h: _Header) -> list[tuple[int, int, int, int]]:
+    """(p_type, p_offset, p_vaddr, p_filesz) of every program header."""
     if not h.phoff or h.phnum == PN_XNUM:
         return []
     need = 56 if h.is64 else 32
@@ -71,10 +82,10 @@ def _segments(f: BinaryIO, h: _Header) -> list[tuple[int, int, int]]:
     for i in range(len(raw) // h.phentsize):
         at = i * h.phentsize
         if h.is64:
-            p_type, _flg, p_offset, _va, _pa, p_filesz = struct.unpack_from(h.endian + "IIQQQQ", raw, at)
+            p_type, _flg, p_offset, p_vaddr, _pa, p_filesz = struct.unpack_from(h.endian + "IIQQQQ", raw, at)
         else:
-            p_type, p_offset, _vaddr, _paddr, p_filesz = struct.unpack_from(h.endian + "IIIII", raw, at)
-        out.append((p_type, p_offset, p_filesz))
+            p_type, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from(h.endian + "IIIII", raw, at)
+        out.append((p_type, p_offset, p_vaddr, p_filesz))
     return out
 
 
@@ -126,6 +137,48 @@ def is_static(path: str | os.PathLike[str]) -> bool | None:
     if not segments:
         return None
     return not any(p_type == PT_INTERP for p_type, _off, _size in segments)
+
+
+def needed(path: str | os.PathLike[str]) -> list[str] | None:
+    """The libraries an ELF file names in ``DT_NEEDED`` (``libjvm.so``, ``libc.so.6``, ...), in
+    order; None when ``path`` is not a readable ELF file or has no dynamic section."""
+    try:
+        with open(path, "rb") as f:
+            h = _header(f)
+            if h is None or not h.phnum or h.phnum == PN_XNUM:
+                return None
+            segments = _segments_va(f, h)
+            dynamic = [(off, size) for typ, off, _va, size in segments if typ == PT_DYNAMIC]
+            if not dynamic:
+                return None
+            word = "q" if h.is64 else "i"
+            entry = struct.calcsize(h.endian + word + word.upper())
+            raw = _read(f, dynamic[0][0], dynamic[0][1])
+            tags = [
+                struct.unpack_from(h.endian + word + word.upper(), raw, at)
+                for at in range(0, len(raw) - entry + 1, entry)
+            ]
+            tags = tags[: next((i for i, (tag, _v) in enumerate(tags) if tag == DT_NULL), len(tags))]
+            strtab = next((v for tag, v in tags if tag == DT_STRTAB), None)
+            # DT_STRTAB is an address: the PT_LOAD segment holding it gives its place in the file.
+            base = next(
+                (
+                    off + strtab - va
+                    for typ, off, va, size in segments
+                    if typ == PT_LOAD and va <= (strtab or -1) < va + size
+                ),
+                None,
+            )
+            if base is None:
+                return None
+            names = []
+            for tag, value in tags:
+                if tag == DT_NEEDED:
+                    f.seek(base + value)
+                    names.append(f.read(256).split(b"\0", 1)[0].decode(errors="replace"))
+            return names
+    except (OSError, struct.error):
+        return None
 
 
 def script_interpreter(path: str | os.PathLike[str]) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any
 from pcstream import api
 from pcstream.errors import BadParameter, InputError, check_output
 from pcstream.options import MAX_FRAMES, METHODS, RecordOptions
-from pcstream.record import runner
+from pcstream.record import jvm, runner
 from pcstream.record.symbols import symbolize_or_warn
 
 
@@ -110,9 +110,12 @@ def record(
     else:
         logdir = new_logdir()
     try:
-        status = run_under_shim(cmd, logdir, method, frames, shim)
+        java = jvm.prepare(cmd, runner.check_command(cmd), logdir, frames)  # a JVM: JFR gives Java call paths
+        status = run_under_shim(java.cmd, logdir, method, frames, shim, env=java.env)
+        java_summary = java.attribute(logdir)
         summary = convert(logdir, out, runner.record_source(cmd, method, frames), options)
-        summary["warnings"] = early + list(summary.get("warnings", []))
+        summary["warnings"] = early + list(summary.get("warnings", [])) + java_summary.pop("warnings", [])
+        summary.update(java_summary)
         if not options.no_symbols and summary.get("signatures"):
             symbolize_or_warn(out, summary, [Path(d) for d in options.symbol_dirs])
     finally:
@@ -173,6 +176,7 @@ SUMMARY_COUNTS = (
     ("inline_stdio_bytes", "bytes written through stdio macros (accounted at flush)"),
     ("unplaced_bytes", "bytes it could not place in a file"),
     ("hint_events", "write-hint changes"),
+    ("java_writes", "writes given their Java call path (JFR)"),
 )
 
 

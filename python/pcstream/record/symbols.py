@@ -199,13 +199,16 @@ def symbolize(trace: Path, symbol_dirs: Sequence[Path] = ()) -> Naming:
     wanted: dict[tuple[str, Any], set[int]] = {}
     for frames in pcs.values():
         for f in frames:
-            wanted.setdefault((f["module"], f.get("module_id")), set()).add(int(f["offset"]))
+            if "symbol" not in f:  # named by the converter (Java frames): no file to look in
+                wanted.setdefault((f["module"], f.get("module_id")), set()).add(int(f["offset"]))
     names = {
         key: names_for(key[0], offs, key[1], symbol_dirs, naming)
         for key, offs in sorted(wanted.items(), key=lambda item: (item[0][0], str(item[0][1])))
     }
     for frames in pcs.values():
         for f in frames:
+            if "symbol" in f:
+                continue
             sym = names[f["module"], f.get("module_id")].get(int(f["offset"]))
             if sym is not None:
                 f["symbol"] = sym

@@ -187,7 +187,11 @@ fn pcs_table(logs: &ShimLogs, pcs: FxHashSet<u64>) -> serde_json::Map<String, se
                 .map(|f| {
                     f.iter()
                         .map(|f| {
-                            serde_json::json!({"module": f.module, "module_id": format!("{:016x}", f.module_id), "offset": f.offset})
+                            let mut frame = serde_json::json!({"module": f.module, "module_id": format!("{:016x}", f.module_id), "offset": f.offset});
+                            if let Some(name) = &f.symbol {
+                                frame["symbol"] = serde_json::Value::String(name.clone());
+                            }
+                            frame
                         })
                         .collect()
                 })
@@ -263,6 +267,7 @@ mod tests {
                 module: "/bin/x".into(),
                 module_id: 1,
                 offset: 0x40,
+                symbol: None,
             }],
         )
         .unwrap();

@@ -37,12 +37,14 @@ pub const UNPLACED_WARNING: &str = "unplaced: ";
 /// Names listed in an aggregated warning before "and N more".
 const LISTED: usize = 8;
 
-/// One frame of a signature: module path, module id (build-id or path hash), offset from its load bias.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One frame of a signature: module path, module id (build-id or path hash), offset from its load
+/// bias, and the name an `N` line gave it (frames that are not machine code: a Java method).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Frame {
     pub module: String,
     pub module_id: u64,
     pub offset: u64,
+    pub symbol: Option<String>,
 }
 
 /// A log directory, indexed: the tables of its `.txt` files and, per `.bin` file, where each
@@ -106,6 +108,48 @@ fn field(at: usize, b: &[u8]) -> Option<(u64, &[u8], usize)> {
         return None;
     }
     Some((v, &b[sp2 + 1..end], end + 1))
+}
+
+/// The "F ..." line at `at` and the "N ..." line naming its frame if one follows: the frame and
+/// the next position, or the offset and what is wrong.
+fn frame_at(at: usize, b: &[u8]) -> Result<(Frame, usize), (usize, &'static str)> {
+    // "F <module id> <offset> <module>\n": a torn or mangled tail may end anywhere after the tag.
+    let sp = b
+        .get(at + 2..)
+        .and_then(|rest| rest.iter().position(|&c| c == b' '))
+        .map(|p| at + 2 + p)
+        .ok_or((at, "malformed frame line"))?;
+    let id = std::str::from_utf8(&b[at + 2..sp])
+        .ok()
+        .and_then(|s| u64::from_str_radix(s, 16).ok())
+        .ok_or((at, "malformed frame module id"))?;
+    let (off, m, next) = field(sp + 1, b).ok_or((at, "malformed frame line"))?;
+    let mut frame = Frame {
+        module: String::from_utf8_lossy(m).into_owned(),
+        module_id: id,
+        offset: off,
+        symbol: None,
+    };
+    if b.get(next) != Some(&b'N') {
+        return Ok((frame, next));
+    }
+    let (name, after) = name_line(next, b).ok_or((next, "malformed frame name line"))?;
+    frame.symbol = Some(String::from_utf8_lossy(name).into_owned());
+    Ok((frame, after))
+}
+
+/// "N <len> <bytes>\n" at `at`; returns (bytes, next position).
+fn name_line(at: usize, b: &[u8]) -> Option<(&[u8], usize)> {
+    if b.get(at + 1) != Some(&b' ') {
+        return None;
+    }
+    let sp = at + 2 + b.get(at + 2..)?.iter().position(|&c| c == b' ')?;
+    let n: usize = std::str::from_utf8(&b[at + 2..sp]).ok()?.parse().ok()?;
+    let end = sp.checked_add(1 + n)?;
+    if end >= b.len() || b[end] != b'\n' {
+        return None;
+    }
+    Some((&b[sp + 1..end], end + 1))
 }
 
 /// "<bytes> <rest>" → (bytes, rest).
@@ -232,24 +276,8 @@ pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<TxtEnd, S
                 at = line_end + 1;
                 let mut frames = Vec::with_capacity(n.min(64));
                 while frames.len() < n && at < b.len() && b[at] == b'F' {
-                    // "F <module id> <offset> <module>\n": a torn or mangled tail may end
-                    // anywhere after the tag.
-                    let sp = b
-                        .get(at + 2..)
-                        .and_then(|rest| rest.iter().position(|&c| c == b' '))
-                        .map(|p| at + 2 + p)
-                        .ok_or_else(|| bad(at, "malformed frame line"))?;
-                    let id = std::str::from_utf8(&b[at + 2..sp])
-                        .ok()
-                        .and_then(|s| u64::from_str_radix(s, 16).ok())
-                        .ok_or_else(|| bad(at, "malformed frame module id"))?;
-                    let (off, m, next) =
-                        field(sp + 1, b).ok_or_else(|| bad(at, "malformed frame line"))?;
-                    frames.push(Frame {
-                        module: String::from_utf8_lossy(m).into_owned(),
-                        module_id: id,
-                        offset: off,
-                    });
+                    let (frame, next) = frame_at(at, b).map_err(|(o, what)| bad(o, what))?;
+                    frames.push(frame);
                     at = next;
                 }
                 logs.sigs.entry(sig).or_insert(frames);
@@ -417,6 +445,29 @@ mod tests {
         assert_eq!(logs.sigs[&16][1].offset, 0xb0);
         assert_eq!(logs.sigs[&16][1].module, "/m2");
         assert_eq!(logs.warnings, vec!["io_uring".to_string()]);
+        assert_eq!(logs.sigs[&16][0].symbol, None);
+        // N lines name the frame before them (a name may hold spaces and newlines)
+        let n = b"S 0000000000000020 2\nF 3 53 4 java\nN 11 W.short\nX y\nF 3 0 4 java\nE 1\n";
+        assert!(parse_txt("n.txt", n, &mut logs).unwrap().ended);
+        assert_eq!(logs.sigs[&32][0].symbol.as_deref(), Some("W.short\nX y"));
+        assert_eq!(
+            (
+                logs.sigs[&32][0].offset,
+                logs.sigs[&32][1].symbol.as_deref()
+            ),
+            (0x53, None)
+        );
+        let e = parse_txt(
+            "m.txt",
+            b"S 0000000000000030 1\nF 3 0 4 java\nN 99 W\n",
+            &mut logs,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("m.txt: byte 34: malformed frame name line"),
+            "{e}"
+        );
         let u = parse_txt("u.txt", b"W io_uring: set up\n", &mut logs).unwrap();
         assert_eq!(
             u,

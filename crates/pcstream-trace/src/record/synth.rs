@@ -86,6 +86,9 @@ impl LogWriter {
                 f.module.len(),
                 f.module
             )?;
+            if let Some(name) = &f.symbol {
+                writeln!(self.txt, "N {} {name}", name.len())?;
+            }
         }
         Ok(())
     }
@@ -291,11 +294,13 @@ impl Thread {
                     module: "/usr/bin/synth".into(),
                     module_id: 7,
                     offset: 0x1000 + k as u64 * 16,
+                    symbol: None,
                 },
                 Frame {
                     module: "/usr/lib/libc.so.6".into(),
                     module_id: 9,
                     offset: 0x2000 + t as u64,
+                    symbol: None,
                 },
             ];
             w.signature(*pc, &frames)?;
