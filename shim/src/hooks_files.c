@@ -84,6 +84,8 @@ CREAT_HOOK(creat64)
 EXPORT int close(int fd)
 {
     RESOLVE(close);
+    if (t_unwinding)
+        return unw_close(fd); /* libunwind closing its pipe or a file it read */
     if (g_active && is_our_fd(fd))
         return 0; /* the shim's own log files survive programs that close every fd */
     int rec = 0;
@@ -99,6 +101,90 @@ EXPORT int close(int fd)
     if (rec)
         leave();
     return r;
+}
+
+/* ---------- close_range, closefrom ---------- */
+/* close_range(first, last, flags) as the kernel does it, but around the shim's own files: the
+ * tracked fds in the range are closed as close() does (safety net, close record), then the
+ * range is closed in the pieces between the shim's fds, which stay open (daemons, Python's
+ * os.closerange, systemd close every fd above 2). CLOSE_RANGE_CLOEXEC closes nothing: passed
+ * through (the shim's fds are close-on-exec already). Also reached from syscall(). */
+long close_fds(unsigned first, unsigned last, unsigned flags)
+{
+    if (!g_active || (flags & CLOSE_RANGE_CLOEXEC) || first > last)
+        return sc(SYS_close_range, first, last, flags, 0);
+    int hi = atomic_load(&g_fd_hi);
+    if (enter()) {
+        int e = errno;
+        for (long fd = first; fd <= (long)last && fd <= hi && fd < MAX_FDS; fd++) {
+            if (is_our_fd((int)fd) || atomic_load(&g_fds[fd].state) != FD_TRACKED)
+                continue;
+            net_last((int)fd);
+            rec_fd(PCSHIM_OP_CLOSE, (int)fd, 0, 0, 0, 0);
+            fd_forget((int)fd);
+        }
+        errno = e;
+        leave();
+    }
+    int ours[3] = {g_bin, g_txt, g_livelog}, n = 0;
+    unsigned keep[3];
+    for (int i = 0; i < 3; i++)
+        if (ours[i] >= 0 && (unsigned)ours[i] >= first && (unsigned)ours[i] <= last)
+            keep[n++] = (unsigned)ours[i];
+    for (int i = 1; i < n; i++) /* sort the (at most 3) fds kept */
+        for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            unsigned t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    /* the pieces [first, keep0-1], [keep0+1, keep1-1], ..., [keepN+1, last], empty ones skipped */
+    long r = 0;
+    unsigned long from = first;
+    for (int i = 0; i <= n; i++) {
+        unsigned long end = i < n ? (unsigned long)keep[i] - 1 : last; /* keep[i] >= first >= 0 */
+        if (i < n && keep[i] == from) {
+            from = (unsigned long)keep[i] + 1;
+            continue;
+        }
+        if (from <= end && from <= ~0U) {
+            long ri = sc(SYS_close_range, (long)from, (long)end, flags, 0);
+            if (ri < 0 && r == 0)
+                r = ri;
+        }
+        if (i < n)
+            from = (unsigned long)keep[i] + 1;
+    }
+    return r;
+}
+
+/* ---------- pipe2, read: libunwind's pipe kept at high numbers (logfd.c) ---------- */
+EXPORT int pipe2(int fds[2], int flags)
+{
+    int r = (int)sc(SYS_pipe2, (long)fds, flags, 0, 0);
+    if (r == 0 && t_unwinding)
+        unw_pipe_adopt(fds);
+    return r;
+}
+
+EXPORT int pipe(int fds[2]) { return pipe2(fds, 0); }
+
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+    if (__builtin_expect(t_unwinding, 0) && unw_stale(fd)) {
+        errno = EBADF;
+        return -1;
+    }
+    return (ssize_t)sc(SYS_read, fd, (long)buf, (long)n, 0);
+}
+
+EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+    return (int)close_fds(first, last, (unsigned)flags);
+}
+
+EXPORT void closefrom(int lowfd)
+{
+    close_fds(lowfd < 0 ? 0 : (unsigned)lowfd, ~0U, 0);
 }
 
 /* ---------- unlink, rename ---------- */

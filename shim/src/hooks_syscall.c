@@ -1,6 +1,7 @@
 /* hooks_syscall.c: glibc's syscall(), for the raw calls the shim cares about: write and pwrite64
  * (flags PCSHIM_VIA_SYSCALL), io_submit (rec_iocbs, hooks_aio.c), io_uring_setup (counted,
- * lifecycle.c's uring_used) and the fork-like clone/clone3; everything else passes through. The
+ * lifecycle.c's uring_used), close_range (around the shim's files, hooks_files.c) and the fork-like
+ * clone/clone3; everything else passes through. The
  * shim's own system calls use sc() (util.c), which bypasses this hook. */
 #include "shim.h"
 
@@ -40,6 +41,8 @@ EXPORT long syscall(long n, ...)
         RECORD_IF(r > 0 && g_record, rec_write_pc((int)a, n == SYS_pwrite64 ? d : -1, r, PCSHIM_VIA_SYSCALL, &pc));
         return r;
     }
+    case SYS_close_range:
+        return close_fds((unsigned)a, (unsigned)b, (unsigned)c);
     case SYS_clone:
     case SYS_clone3: {
         /* A new process (no CLONE_VM) returning here in the child: start its logs. A child on

@@ -185,8 +185,8 @@ void atfork_child(void)
     atomic_store(&g_uring_warned, 0);
     live_after_fork();
     if (g_record) {
-        sc(SYS_close, g_bin, 0, 0, 0);
-        sc(SYS_close, g_txt, 0, 0, 0);
+        log_close(&g_bin, LOG_BIN);
+        log_close(&g_txt, LOG_TXT);
         open_logs();
     } else {
         g_pid = (uint32_t)getpid();
@@ -274,6 +274,8 @@ __attribute__((constructor)) static void pcshim_init(void)
         open_logs();
     learn_inherited();
     if (g_method == M_UNWIND || g_method == M_AUTO) {
+        /* libunwind opens its address-validation pipe during its set-up: at the shim's high fds */
+        t_unwinding = 1;
         void *h = real_dlopen ? real_dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) : NULL;
         if (h) {
             *(void **)(&g_unw_backtrace) = dlsym(h, "unw_backtrace");
@@ -290,6 +292,7 @@ __attribute__((constructor)) static void pcshim_init(void)
             void *warm[4];
             g_unw_backtrace(warm, 4);
         }
+        t_unwinding = 0;
     }
     install_signal(SIGTERM, &g_old_term);
     install_signal(SIGINT, &g_old_int);

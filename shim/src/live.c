@@ -39,15 +39,7 @@ int live_load(const char *path)
     size_t k = put_str(logp, 0, sizeof logp - 1, path);
     k = put_str(logp, k, sizeof logp - 1, PCSHIM_LIVE_LOG_SUFFIX);
     logp[k] = 0;
-    int lf = (int)sc(SYS_openat, AT_FDCWD, (long)logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (lf >= 0) {
-        int hi = (int)sc(SYS_fcntl, lf, F_DUPFD_CLOEXEC, OUR_FD_FLOOR + 2, 0);
-        if (hi >= 0) {
-            sc(SYS_close, lf, 0, 0, 0);
-            lf = hi;
-        }
-    }
-    g_livelog = lf;
+    g_livelog = log_open(LOG_LIVE, logp, OUR_FD_FLOOR + 2);
     int fd = (int)sc(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return 0;
@@ -134,7 +126,7 @@ static void live_line(const char *tag, const uint64_t *v, int n)
         at = put_dec(line, at, sizeof line, v[i]);
     }
     line[at++] = '\n';
-    write_all(g_livelog, line, at);
+    log_write(&g_livelog, LOG_LIVE, line, at);
 }
 
 /* Before a write to `fd`: its PC into `pc`, and the inode's hint set from the table. Guard held. */

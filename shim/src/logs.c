@@ -1,4 +1,5 @@
-/* logs.c: the output files of a process image (<pid>.<start_ns>.bin and .txt, kept at fds >= 900),
+/* logs.c: the output files of a process image (<pid>.<start_ns>.bin and .txt, kept at fds >= 900
+ * and kept the shim's own by logfd.c),
  * the text lines other than signatures (P paths, W warnings; S/F lines are stackwalk.c's, the E
  * line lifecycle.c's) and the per-thread record buffers with their flushing. Records are built in
  * record.c; when logs are opened or reopened (init, fork) is lifecycle.c's business. */
@@ -15,27 +16,15 @@ TLS struct tbuf *t_buf;
 static TLS struct tbuf t_storage;
 
 /* ---------- output files ---------- */
-static int move_high(int fd)
-{
-    if (fd < 0)
-        return fd;
-    int hi = (int)sc(SYS_fcntl, fd, F_DUPFD_CLOEXEC, OUR_FD_FLOOR, 0);
-    if (hi >= 0) {
-        sc(SYS_close, fd, 0, 0, 0);
-        return hi;
-    }
-    return fd;
-}
-
 void open_logs(void)
 {
     char name[PATH_MAX + 64];
     uint64_t start = now_ns();
     g_pid = (uint32_t)getpid();
     snprintf(name, sizeof name, "%s/%u.%llu.bin", g_dir, g_pid, (unsigned long long)start);
-    g_bin = move_high((int)sc(SYS_openat, AT_FDCWD, (long)name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    g_bin = log_open(LOG_BIN, name, OUR_FD_FLOOR);
     snprintf(name, sizeof name, "%s/%u.%llu.txt", g_dir, g_pid, (unsigned long long)start);
-    g_txt = move_high((int)sc(SYS_openat, AT_FDCWD, (long)name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    g_txt = log_open(LOG_TXT, name, OUR_FD_FLOOR);
     struct pcshim_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, PCSHIM_MAGIC, 8);
@@ -45,7 +34,7 @@ void open_logs(void)
     h.ppid = (uint32_t)getppid();
     h.frames = (uint32_t)g_frames;
     h.method = (uint32_t)g_method;
-    write_all(g_bin, &h, sizeof h);
+    log_write(&g_bin, LOG_BIN, &h, sizeof h);
     atomic_store(&g_records, 0);
     for (int i = 0; i < SEEN_SLOTS; i++) {
         atomic_store(&g_seen_sig[i], 0);
@@ -56,8 +45,7 @@ void open_logs(void)
 
 void txt_line(const char *s, size_t n)
 {
-    if (g_txt >= 0)
-        write_all(g_txt, s, n);
+    log_write(&g_txt, LOG_TXT, s, n);
 }
 
 void shim_warn(const char *msg)
@@ -104,7 +92,7 @@ void flush_buf(struct tbuf *b)
     if (b->used > 0 && g_bin >= 0) {
         uint64_t all = ~0ULL, old = 0;
         sc(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, sizeof all);
-        write_all(g_bin, b->rec, (size_t)b->used * sizeof(struct pcshim_record));
+        log_write(&g_bin, LOG_BIN, b->rec, (size_t)b->used * sizeof(struct pcshim_record));
         b->used = 0;
         sc(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, sizeof old);
     }

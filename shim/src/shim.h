@@ -18,6 +18,8 @@
  *   util.c           sc() (the shim's own system calls), hashing, the clock, number formatting,
  *                    the seen-sets, absolute paths
  *   logs.c           output files (.bin/.txt), text lines (P, W), per-thread buffers, flushing
+ *   logfd.c          the output files kept the shim's own: checked and reopened at high fds, no
+ *                    SIGXFSZ from a log write
  *   modules.c        module table (executable segments, build ids, frame-pointer verdicts) and the
  *                    dlopen/dlclose hooks that mark it stale
  *   stackwalk.c      fp / scan / unwind / auto walkers, the signature and its S/F lines
@@ -111,6 +113,8 @@
 #define MAX_SEGS 2048
 #define SEEN_SLOTS 8192
 #define OUR_FD_FLOOR 900
+/* The shim's output files (logfd.c): the process image's .bin and .txt logs, the live log. */
+enum { LOG_BIN, LOG_TXT, LOG_LIVE, LOG_SLOTS };
 #define MAX_MAPS 1024      /* shared writable file mappings tracked for msync */
 #define SCAN_WORDS 512     /* scan: stack words examined above the hooked call (4 KiB) */
 #define MAX_MODULES 512    /* auto: per-module frame-pointer verdicts */
@@ -402,7 +406,6 @@ long sc(long n, long a, long b, long c, long d);
 uint64_t mix64(uint64_t x);
 uint64_t hash_bytes(const void *p, size_t n);
 uint64_t now_ns(void);
-void write_all(int fd, const void *p, size_t n);
 size_t put_str(char *dst, size_t at, size_t cap, const char *s);
 size_t put_hex(char *dst, size_t at, size_t cap, uint64_t v, int width);
 size_t put_dec(char *dst, size_t at, size_t cap, uint64_t v);
@@ -431,6 +434,17 @@ uint64_t signature(struct tbuf *b, uint16_t *nframes);
  * tid and PC. */
 void push_record(struct pcshim_record *r, struct pc_once *pc);
 void add_record(struct pcshim_record *r, int want_pc);
+/* hooks_files.c */
+long close_fds(unsigned first, unsigned last, unsigned flags);
+/* logfd.c */
+int log_open(int slot, const char *path, int floor);
+void log_write(int *fdp, int slot, const void *p, size_t n);
+void log_close(int *fdp, int slot);
+int is_our_fd(int fd);
+extern TLS int t_unwinding; /* inside libunwind's walk (its pipe2, read, write, close are its own) */
+void unw_pipe_adopt(int fds[2]);
+int unw_stale(int fd);
+int unw_close(int fd);
 /* fdtable.c */
 struct fdinfo *fd_learn(int fd);
 struct fdinfo *fd_opened(int fd, int oflags);
@@ -520,7 +534,7 @@ static inline int enter(void)
 
 static inline void leave(void) { t_guard = 0; }
 
-static inline int is_our_fd(int fd) { return fd >= 0 && (fd == g_bin || fd == g_txt || fd == g_livelog); }
+
 
 /* Live hints, before a write's real call: the PC into `pc` and the file's hint set (live.c). */
 #define LIVE_BEFORE(fd, pc)                                                 \
@@ -554,6 +568,10 @@ static inline int is_our_fd(int fd) { return fd >= 0 && (fd == g_bin || fd == g_
     EXPORT ssize_t name params                                              \
     {                                                                       \
         RESOLVE(name);                                                      \
+        if (__builtin_expect(t_unwinding, 0) && unw_stale(to_fd)) {         \
+            errno = EBADF; /* libunwind's pipe, closed under it: not ours */ \
+            return -1;                                                      \
+        }                                                                   \
         struct pc_once pc_ = {0, 0, 0};                                     \
         LIVE_BEFORE(to_fd, &pc_);                                           \
         ssize_t r = real_##name args;                                       \

@@ -103,7 +103,9 @@ static int walk_scan(struct tbuf *b, struct segtab *t, uintptr_t *out, struct se
 static int walk_unwind(struct segtab *t, uintptr_t *out, struct seg **sg, int max)
 {
     void *tmp[MAX_FRAMES + 8];
+    t_unwinding = 1;
     int got = g_unw_backtrace(tmp, max + 8 < MAX_FRAMES + 8 ? max + 8 : MAX_FRAMES + 8);
+    t_unwinding = 0;
     int n = 0;
     for (int i = 0; i < got && n < max; i++) {
         uintptr_t a = (uintptr_t)tmp[i];

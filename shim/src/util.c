@@ -1,5 +1,5 @@
 /* util.c: small helpers with no state of their own: the shim's own system calls (sc), hashing,
- * the time stamp, writing a buffer out, number formatting without stdio, the fixed "seen" sets
+ * the time stamp, number formatting without stdio, the fixed "seen" sets
  * and absolute paths. What is written where is logs.c's business; paths are interned there. */
 #include "shim.h"
 
@@ -38,20 +38,6 @@ uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-void write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0 && fd >= 0) {
-        ssize_t r = sc(SYS_write, fd, (long)c, (long)n, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return;
-        c += r;
-        n -= (size_t)r;
-    }
 }
 
 size_t put_str(char *dst, size_t at, size_t cap, const char *s)

@@ -102,7 +102,8 @@ def test_summary_prints_the_counters_that_are_not_zero_and_one_line_per_warning(
     assert lines[1:] == [
         "pcstream record: warning: a static program",
         "pcstream record: warning: 2 process(es) used io_uring",
-        "pcstream record: warning: records lost: process(es) 41 ended without flushing (killed?)",
+        "pcstream record: warning: records lost: process(es) 41 ended without flushing "
+        "(killed, or a file-size limit or a full disk cut its log short)",
     ]
 
 

@@ -197,5 +197,8 @@ def summary_line(out: Path, s: dict[str, Any]) -> str:
     notes = list(s.get("warnings", []))
     if s.get("lost_processes"):
         lost = ", ".join(str(p) for p in s["lost_processes"])
-        notes.append(f"records lost: process(es) {lost} ended without flushing (killed?)")
+        notes.append(
+            f"records lost: process(es) {lost} ended without flushing "
+            "(killed, or a file-size limit or a full disk cut its log short)"
+        )
     return "\n".join([line, *(f"pcstream record: warning: {note}" for note in notes)])

@@ -95,6 +95,9 @@ pub struct TxtEnd {
     pub ended: bool,
     /// It set up an io_uring (a `W io_uring: ...` line).
     pub io_uring: bool,
+    /// Bytes after its last newline: a line cut short (a file-size limit or a full disk stopped
+    /// the shim's appends, or the process died in the middle of one); not read.
+    pub torn_bytes: u64,
 }
 
 /// Reads "<hex> <len> <bytes>\n" at `at`; returns (hex, bytes, next position).
@@ -241,8 +244,11 @@ pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<TxtEnd, S
         offset,
         what: what.into(),
     };
-    let mut at = 0usize;
     let mut end = TxtEnd::default();
+    let whole = b.iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1);
+    end.torn_bytes = (b.len() - whole) as u64;
+    let b = &b[..whole];
+    let mut at = 0usize;
     while at < b.len() {
         if b.len() < at + 2 || b[at + 1] != b' ' {
             return Err(bad(at, "expected a line 'P|S|F|W|E ...'"));
@@ -331,7 +337,8 @@ pub fn read_dir(dir: &Path) -> Result<ShimLogs, ShimLogError> {
             Ok(t) => parse_txt(&txt.display().to_string(), &t, &mut logs)?,
             Err(_) => TxtEnd::default(),
         };
-        if !end.ended || torn > 0 {
+        logs.torn_bytes += end.torn_bytes;
+        if !end.ended || torn > 0 || end.torn_bytes > 0 {
             logs.lost.push(pid);
         }
         if end.io_uring && !logs.io_uring.contains(&pid) {
@@ -435,6 +442,19 @@ mod tests {
     }
 
     #[test]
+    fn a_txt_cut_short_keeps_its_whole_lines() {
+        // a file-size limit stopped the appends inside the second frame line of a signature
+        let t = b"P 00000000000000ff 2 /a\nS 0000000000000010 2\nF 1 a0 3 /m1\nF 2 b";
+        let mut logs = ShimLogs::default();
+        let end = parse_txt("cut.txt", t, &mut logs).unwrap();
+        assert_eq!((end.ended, end.torn_bytes), (false, 5));
+        assert_eq!(logs.paths[&255], "/a");
+        assert_eq!(logs.sigs[&16].len(), 1, "the frames before the cut");
+        let end = parse_txt("p.txt", b"P 00000000000000ff 2 /", &mut logs).unwrap();
+        assert_eq!(end.torn_bytes, 22);
+    }
+
+    #[test]
     fn txt_lines() {
         let t = b"P 00000000000000ff 5 /a b\n\nS 0000000000000010 2\nF 1 a0 3 /m1\nF 2 b0 3 /m2\nW io_uring\nW io_uring\nE 3\n";
         let mut logs = ShimLogs::default();
@@ -473,7 +493,8 @@ mod tests {
             u,
             TxtEnd {
                 ended: false,
-                io_uring: true
+                io_uring: true,
+                torn_bytes: 0
             }
         );
         assert_eq!(logs.warnings, vec!["io_uring".to_string()]);
