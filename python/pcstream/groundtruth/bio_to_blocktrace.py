@@ -41,7 +41,7 @@ from pcstream.units import PAGE_BYTES
 
 LATE_NS = 1_000_000
 # Written pages joined at a time: the join takes some 200 bytes a page, so about 50 MB a chunk.
-CHUNK_PAGES = 1 << 18
+CHUNK_PAGES = 1 << 16
 SECTOR = 512
 # Block-trace columns (docs/FORMATS.md) and their widths.
 SCHEMA = pa.schema(
@@ -55,8 +55,8 @@ WRITE, TRIM, READ, FLUSH = 0, 1, 2, 3
 
 @dataclass
 class Writes:
-    """The shim's writes to the captured file system, one entry per page written: key
-    ``ino << 32 | page``, time, pc, pid and path id of the write."""
+    """Page writes, one entry per page written: key ``ino << 32 | page``, time, pc, pid and path
+    id of the write (the form :func:`last_writer` takes)."""
 
     key: np.ndarray
     ts: np.ndarray
@@ -69,32 +69,35 @@ class Writes:
         z = np.zeros(0, dtype=np.uint64)
         return Writes(z, z, z, z.astype(np.uint32), z.astype(np.uint32))
 
-    def take(self, idx: np.ndarray) -> Writes:
-        return Writes(*(getattr(self, f)[idx] for f in WRITE_FIELDS))
 
-    def sort_by_key(self) -> None:
-        """Order the writes by key, stably (a page's writes stay in file order), one field at a
-        time so that only one field is ever copied: for :meth:`last_writer`."""
-        order = np.argsort(self.key, kind="stable")
-        for f in WRITE_FIELDS:
-            setattr(self, f, getattr(self, f)[order])
+@dataclass
+class ShimWrites:
+    """The shim's writes to the captured file system: per write (row of the file trace kept, in
+    file order) its time, pc and pid; per page written its key ``ino << 32 | page`` and its write
+    (``row``), ordered by key — stably, so a page's writes stay in file order. Some 12 bytes a
+    page written and 20 a write."""
+
+    key: np.ndarray
+    row: np.ndarray
+    ts: np.ndarray
+    pc: np.ndarray
+    pid: np.ndarray
 
     def last_writer(
         self, qkey: np.ndarray, qts: np.ndarray, late_ns: int = LATE_NS
     ) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`last_writer` on writes ordered by key (:meth:`sort_by_key`), with only the writes
-        of the queried pages taking part: the answer depends on a page's own writes alone and
-        they keep their order, so it is the same, in memory that follows the queries."""
+        """:func:`last_writer` of the queries, as the write (row) found: only the writes of the
+        queried pages take part, which is the same answer (a page's answer depends on its own
+        writes alone, and they keep their order) in memory that follows the queries."""
         uq = np.unique(qkey)
         lo = np.searchsorted(self.key, uq, side="left")
         _, sub = expand(lo, np.searchsorted(self.key, uq, side="right") - lo)
-        found, late = last_writer(qkey, qts, self.take(sub), late_ns)
+        row = self.row[sub]
+        z = np.zeros(0, dtype=np.uint32)
+        found, late = last_writer(qkey, qts, Writes(self.key[sub], self.ts[row], z, z, z), late_ns)
         ok = found >= 0
-        found[ok] = sub[found[ok]]
+        found[ok] = row[found[ok]]
         return found, late
-
-
-WRITE_FIELDS = tuple(Writes.__dataclass_fields__)
 
 
 def expand(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,38 +109,70 @@ def expand(first: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return owner, first.astype(np.int64)[owner] + step
 
 
-def shim_writes(file_trace: Path, fs_dev: int) -> tuple[Writes, dict[int, str], str]:
-    """The page writes of ``file_trace`` to files of ``fs_dev`` (st_dev), its path table and its
-    PC table (the footer value, copied to the block trace)."""
+def spans(weight: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """Runs ``[s, e)`` of consecutive items, each of about ``limit`` in total ``weight`` (an item
+    is never cut: a heavier one is a run of its own); at least one run."""
+    cum = np.cumsum(weight)
+    total = int(cum[-1]) if len(cum) else 0
+    cuts = np.searchsorted(cum, np.arange(limit, total, limit), side="left") + 1
+    bounds = np.unique(np.r_[0, cuts, len(weight)])
+    return [(int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:])] or [(0, 0)]
+
+
+ROW_COLUMNS = {"ts_ns": np.uint64, "pc": np.uint64, "pid": np.uint32, "ino": np.uint64, "path": np.uint32}
+
+
+def shim_writes(file_trace: Path, fs_dev: int) -> tuple[ShimWrites, dict[int, int], dict[int, str], str]:
+    """The writes of ``file_trace`` to files of ``fs_dev`` (st_dev), the path id of each inode's
+    last write, the trace's path table and its PC table (the footer value, copied to the block
+    trace). Pages are expanded :data:`CHUNK_PAGES` at a time."""
     pf = pq.ParquetFile(file_trace)
     meta = pf.metadata.metadata or {}
     paths = tracemeta.paths(meta)
     pcs = tracemeta.get(meta, tracemeta.KEY_PCS) or "{}"
-    cols: dict[str, list[np.ndarray]] = {f: [] for f in WRITE_FIELDS}
+    per_row: dict[str, list[np.ndarray]] = {c: [np.zeros(0, dtype=d)] for c, d in ROW_COLUMNS.items()}
+    keys: list[np.ndarray] = [np.zeros(0, dtype=np.uint64)]
+    rows: list[np.ndarray] = [np.zeros(0, dtype=np.uint32)]
+    n = 0
     names = ["ts_ns", "pid", "op", "dev", "ino", "offset", "len", "pc", "path"]
     for batch in pf.iter_batches(batch_size=1 << 20, columns=names):
         t = pa.Table.from_batches([batch])
         op = t.column("op")
         if pa.types.is_dictionary(op.type):
             op = op.cast(pa.string())
-        keep = pc.and_(pc.equal(op, "write"), pc.equal(t.column("dev").cast(pa.uint64()), fs_dev))
-        keep = pc.and_(keep, pc.greater(t.column("len"), 0))
-        t = t.filter(keep)
-        if t.num_rows == 0:
-            continue
+        # Unsigned scalars: a set_hint row's len holds flags in its top bits, beyond int64.
+        dev = pc.equal(t.column("dev").cast(pa.uint64()), pa.scalar(fs_dev, pa.uint64()))
+        some = pc.greater(t.column("len").cast(pa.uint64()), pa.scalar(0, pa.uint64()))
+        t = t.filter(pc.and_(pc.and_(pc.equal(op, "write"), dev), some))
+        for c, dtype in ROW_COLUMNS.items():
+            per_row[c].append(t.column(c).to_numpy().astype(dtype))
         off = t.column("offset").to_numpy().astype(np.uint64)
-        ln = t.column("len").to_numpy().astype(np.uint64)
         first = off // PAGE_BYTES
-        count = (off + ln - 1) // PAGE_BYTES - first + 1
-        owner, page = expand(first, count)
-        ino = t.column("ino").to_numpy().astype(np.uint64)[owner]
-        cols["key"].append((ino << np.uint64(32)) | page.astype(np.uint64))
-        for f, dtype in (("ts", np.uint64), ("pc", np.uint64), ("pid", np.uint32), ("path", np.uint32)):
-            cols[f].append(t.column("ts_ns" if f == "ts" else f).to_numpy().astype(dtype)[owner])
-    if not cols["key"]:
-        return Writes.empty(), paths, pcs
-    # One field at a time, its pieces dropped once joined: never two copies of all the writes.
-    return Writes(**{f: np.concatenate(cols.pop(f)) for f in WRITE_FIELDS}), paths, pcs
+        count = (off + t.column("len").to_numpy().astype(np.uint64) - 1) // PAGE_BYTES - first + 1
+        for s, e in spans(count, CHUNK_PAGES):
+            owner, page = expand(first[s:e], count[s:e])
+            owner += s
+            keys.append((per_row["ino"][-1][owner] << np.uint64(32)) | page.astype(np.uint64))
+            rows.append((n + owner).astype(np.uint32))
+        n += t.num_rows
+    cols = {c: np.concatenate(per_row.pop(c)) for c in ROW_COLUMNS}
+    last_path = last_paths(cols.pop("ino"), cols["ts_ns"], cols.pop("path"))
+    key = np.concatenate(keys)
+    del keys
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    row = np.concatenate(rows)[order]
+    return ShimWrites(key, row, cols["ts_ns"], cols["pc"], cols["pid"]), last_path, paths, pcs
+
+
+def last_paths(ino: np.ndarray, ts: np.ndarray, path: np.ndarray) -> dict[int, int]:
+    """The path id of each inode's last write (the latest; of those at one time, the last in file
+    order), from the writes' inode, time and path in file order."""
+    if not len(ino):
+        return {}
+    order = np.lexsort((ts, ino))
+    last = np.r_[ino[order][1:] != ino[order][:-1], True]
+    return dict(zip(ino[order][last].tolist(), path[order][last].tolist()))
 
 
 def last_writer(
@@ -238,13 +273,11 @@ def build(
     """Write the block trace ``out`` from the capture; returns the import-like counts (rows,
     writes, trims, flushes, reads, write/trim/read pages, capacity_pages) and ``attribution``."""
     b = classify(cap, capacity_pages)
-    writes, paths, pcs = shim_writes(file_trace, fs_dev)
-    last_path = last_paths(writes)
-    writes.sort_by_key()
+    writes, last_path, paths, pcs = shim_writes(file_trace, fs_dev)
     runs = RunIndex.of(cap, b.sorted_pos)
     acc = Attribution(shim_write_pages=len(writes.key))
     parts: list[dict[str, np.ndarray]] = []
-    for s, e in chunks(b, CHUNK_PAGES):
+    for s, e in spans(np.where(b.is_write, b.end - b.lpn, 0), CHUNK_PAGES):
         wrows = data_write_rows(b, s, e, runs, meta_map, writes, acc)
         parts.append(in_bio_order([wrows, *trim_read_flush_rows(b, s, e, meta_map)], b))
     del writes, runs
@@ -330,17 +363,6 @@ def classify(cap: bc.Capture, capacity_pages: int) -> Bios:
     )
 
 
-def chunks(b: Bios, pages: int) -> list[tuple[int, int]]:
-    """Runs ``[s, e)`` of bios in time order, each with about ``pages`` pages of data writes (a
-    bio is never cut: a bigger one is a run of its own); at least one run."""
-    wpages = np.where(b.is_write, b.end - b.lpn, 0)
-    cum = np.cumsum(wpages)
-    total = int(cum[-1]) if len(cum) else 0
-    cuts = np.searchsorted(cum, np.arange(pages, total, pages), side="left") + 1
-    bounds = np.unique(np.r_[0, cuts, len(wpages)])
-    return [(int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:])] or [(0, 0)]
-
-
 @dataclass
 class Attribution:
     """The ``attribution`` counts, summed over the chunks, and the inodes seen on written pages."""
@@ -371,7 +393,7 @@ def data_write_rows(
     e: int,
     runs: RunIndex,
     meta_map: Sequence[tuple[int, int, int]],
-    writes: Writes,
+    writes: ShimWrites,
     acc: Attribution,
 ) -> dict[str, np.ndarray]:
     """The rows of the data writes among bios ``[s, e)``, page by page given a class, a file
@@ -509,16 +531,6 @@ class RunIndex:
         ino = np.where(has, self.ino[r], 0).astype(np.uint64)
         index = np.where(has, self.index[r] + k - self.bio_page[r], 0).astype(np.uint64)
         return ino, index, has
-
-
-def last_paths(writes: Writes) -> dict[int, int]:
-    """The path id of each inode's last write in the file trace."""
-    wino = writes.key >> np.uint64(32)
-    if not len(wino):
-        return {}
-    order = np.lexsort((writes.ts, wino))
-    last = np.r_[wino[order][1:] != wino[order][:-1], True]
-    return dict(zip(wino[order][last].tolist(), writes.path[order][last].tolist()))
 
 
 def file_ids(
