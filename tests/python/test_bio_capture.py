@@ -162,6 +162,20 @@ def test_the_block_trace_from_a_capture_gives_data_pages_their_last_writer(tmp_p
     assert mine == {x for x in theirs if x[0] != 0}
 
 
+def test_a_set_hint_row_whose_len_is_beyond_int64_is_no_write(tmp_path: Path) -> None:
+    """A set_hint row keeps the call's raw 64-bit argument in ``len``: the block trace is built as
+    without it."""
+    cap, src = hand_made(tmp_path)
+    plain = tmp_path / "plain.parquet"
+    bio_to_blocktrace.build(cap, src, FS_DEV, 1024, META_MAP, plain, "test")
+    table = pq.read_table(src)
+    hint = {**table.slice(0, 1).to_pylist()[0], "op": "set_hint", "offset": 2, "len": (1 << 63) | 2}
+    pq.write_table(pa.concat_tables([table, pa.Table.from_pylist([hint], schema=table.schema)]), src)
+    out = tmp_path / "block.parquet"
+    bio_to_blocktrace.build(cap, src, FS_DEV, 1024, META_MAP, out, "test")
+    assert pq.read_table(out).equals(pq.read_table(plain))
+
+
 def test_the_aged_state_leads_the_trace(tmp_path: Path) -> None:
     cap, src = hand_made(tmp_path)
     out = tmp_path / "aged.parquet"

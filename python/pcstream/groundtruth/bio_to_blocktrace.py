@@ -40,7 +40,7 @@ from pcstream.groundtruth import biotracer as bc
 from pcstream.units import PAGE_BYTES
 
 LATE_NS = 1_000_000
-# Written pages joined at a time: the join takes some 200 bytes a page, so about 50 MB a chunk.
+# Written pages joined at a time: the join takes some 500 bytes a page, so about 32 MB a chunk.
 CHUNK_PAGES = 1 << 16
 SECTOR = 512
 # Block-trace columns (docs/FORMATS.md) and their widths.
@@ -140,7 +140,7 @@ def shim_writes(file_trace: Path, fs_dev: int) -> tuple[ShimWrites, dict[int, in
         op = t.column("op")
         if pa.types.is_dictionary(op.type):
             op = op.cast(pa.string())
-        # Unsigned scalars: a set_hint row's len holds flags in its top bits, beyond int64.
+        # Unsigned scalars: a set_hint row's len holds the call's raw 64-bit argument, beyond int64.
         dev = pc.equal(t.column("dev").cast(pa.uint64()), pa.scalar(fs_dev, pa.uint64()))
         some = pc.greater(t.column("len").cast(pa.uint64()), pa.scalar(0, pa.uint64()))
         t = t.filter(pc.and_(pc.and_(pc.equal(op, "write"), dev), some))
