@@ -22,9 +22,10 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 
@@ -39,6 +40,8 @@ OP_READ, OP_WRITE, OP_FLUSH, OP_DISCARD, OP_SECURE_ERASE, OP_WRITE_ZEROES = 0, 1
 F_PREFLUSH, F_FUA, F_SYNC, F_META, F_TRUNCATED = 1, 2, 4, 8, 16
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 60.0
+# Records read or written at a time: 4 MiB of the capture file.
+READ_RECORDS = 1 << 16
 
 BIO_DTYPE = np.dtype(
     [("kind", "u1"), ("op", "u1"), ("flags", "u1"), ("hint", "u1"), ("pid", "<u4"), ("ts_ns", "<u8"),
@@ -178,27 +181,48 @@ class Capture:
 
 
 def read(path: Path) -> Capture:
-    """Read a capture file (see the module's docstring); a file that is not one is an error."""
-    raw = np.fromfile(path, dtype=np.uint8)
-    if raw.size < RECORD_BYTES or raw.size % RECORD_BYTES:
-        raise Failure(f"{path}: not a pcbio capture ({raw.size} bytes)")
-    recs = raw.reshape(-1, RECORD_BYTES)
-    head = np.ascontiguousarray(recs[:1]).view(HEADER_DTYPE).reshape(-1)[0]
-    if head["kind"] != KIND_HEADER or not bytes(head["magic"]).startswith(b"PCBIO") or head["version"] != 1:
-        raise Failure(f"{path}: not a pcbio capture of version 1")
-    kinds = recs[:, 0]
-    bios = np.ascontiguousarray(recs[kinds == KIND_BIO]).view(BIO_DTYPE).reshape(-1)
-    runs = np.ascontiguousarray(recs[kinds == KIND_RUN]).view(RUN_DTYPE).reshape(-1)
+    """Read a capture file (see the module's docstring); a file that is not one is an error. The
+    file is read in blocks of :data:`READ_RECORDS` records, twice (count, then fill), so the
+    memory is that of its bios and runs, not the file and copies of it."""
+    size = path.stat().st_size
+    if size < RECORD_BYTES or size % RECORD_BYTES:
+        raise Failure(f"{path}: not a pcbio capture ({size} bytes)")
+    with open(path, "rb") as f:
+        head = np.frombuffer(f.read(RECORD_BYTES), dtype=HEADER_DTYPE)[0]
+        ok = head["kind"] == KIND_HEADER and bytes(head["magic"]).startswith(b"PCBIO")
+        if not ok or head["version"] != 1:
+            raise Failure(f"{path}: not a pcbio capture of version 1")
+        counts = np.zeros(256, dtype=np.int64)
+        for recs in _blocks(f):
+            counts += np.bincount(recs[:, 0], minlength=256)
+        bios = np.empty(int(counts[KIND_BIO]), dtype=BIO_DTYPE)
+        runs = np.empty(int(counts[KIND_RUN]), dtype=RUN_DTYPE)
+        nb = nr = 0
+        end: np.ndarray | None = None
+        for recs in _blocks(f):
+            kinds = recs[:, 0]
+            b, r = recs[kinds == KIND_BIO], recs[kinds == KIND_RUN]
+            bios[nb : nb + len(b)] = b.view(BIO_DTYPE).reshape(-1)
+            runs[nr : nr + len(r)] = r.view(RUN_DTYPE).reshape(-1)
+            nb, nr = nb + len(b), nr + len(r)
+            ends = recs[kinds == KIND_END]
+            if len(ends):
+                end = ends[-1:].copy().view(END_DTYPE).reshape(-1)[0]
     cap = Capture(bios, runs, int(head["dev"]), int(head["start_ns"]))
-    ends = recs[kinds == KIND_END]
-    if len(ends):
-        e = np.ascontiguousarray(ends[-1:]).view(END_DTYPE).reshape(-1)[0]
-        cap.end = {k: int(e[k]) for k in ("bios", "runs", "lost", "orphans", "truncated")}
+    if end is not None:
+        cap.end = {k: int(end[k]) for k in ("bios", "runs", "lost", "orphans", "truncated")}
     else:
         cap.warnings.append("the capture file has no end record (the loader did not stop cleanly)")
     if len(runs) and int(runs["bio"].max()) >= len(bios):
         raise Failure(f"{path}: a run names a bio that is not in the file")
     return cap
+
+
+def _blocks(f: BinaryIO) -> Iterator[np.ndarray]:
+    """The records of the open capture file after its header, a block at a time (rows of bytes)."""
+    f.seek(RECORD_BYTES)
+    while block := f.read(READ_RECORDS * RECORD_BYTES):
+        yield np.frombuffer(block, dtype=np.uint8).reshape(-1, RECORD_BYTES)
 
 
 def rwbs(op: np.ndarray, flags: np.ndarray) -> list[str]:
@@ -216,27 +240,30 @@ def rwbs(op: np.ndarray, flags: np.ndarray) -> list[str]:
 def to_blkparse(cap: Capture, dst: Path) -> int:
     """The bios as blkparse issue lines (as :func:`.tracefs.tracefs_to_blkparse` writes them: a
     write with a preflush is a flush line then the write), for reading and for the engine's
-    importer; returns the number of bios written."""
-    b = cap.bios
-    order = np.argsort(b["ts_ns"], kind="stable")
-    b = b[order]
-    sectors = (b["bytes"].astype(np.uint64) + 511) // 512
-    kinds = rwbs(b["op"], b["flags"])
+    importer; returns the number of bios written. Written :data:`READ_RECORDS` bios at a time."""
+    order = np.argsort(cap.bios["ts_ns"], kind="stable")
     seq = 0
     with open(dst, "w", encoding="utf-8") as out:
-        for i, r in enumerate(kinds):
-            ts = int(b["ts_ns"][i])
-            stamp = f"{ts // 1_000_000_000}.{ts % 1_000_000_000:09d}"
-            dev = int(b["dev"][i])
-            head = f"{dev >> 20},{dev & 0xFFFFF} 0"
-            comm = bytes(b["comm"][i]).split(b"\0")[0].decode(errors="replace").replace(" ", "_") or "?"
-            pid = int(b["pid"][i])
-            if r.startswith("F") and "W" in r[1:] and sectors[i]:
-                seq += 1
-                out.write(f"{head} {seq} {stamp} {pid} D F 0 + 0 [{comm}]\n")
-                r = r[1:]
+        for at in range(0, len(order), READ_RECORDS):
+            seq = _blkparse_lines(cap.bios[order[at : at + READ_RECORDS]], seq, out)
+    return len(order)
+
+
+def _blkparse_lines(b: np.ndarray, seq: int, out: TextIO) -> int:
+    """Write the lines of the bios ``b`` (in time order), numbered after ``seq``; the last number."""
+    sectors = (b["bytes"].astype(np.uint64) + 511) // 512
+    kinds = rwbs(b["op"], b["flags"])
+    for i, r in enumerate(kinds):
+        ts = int(b["ts_ns"][i])
+        stamp = f"{ts // 1_000_000_000}.{ts % 1_000_000_000:09d}"
+        dev = int(b["dev"][i])
+        head = f"{dev >> 20},{dev & 0xFFFFF} 0"
+        comm = bytes(b["comm"][i]).split(b"\0")[0].decode(errors="replace").replace(" ", "_") or "?"
+        pid = int(b["pid"][i])
+        if r.startswith("F") and "W" in r[1:] and sectors[i]:
             seq += 1
-            out.write(
-                f"{head} {seq} {stamp} {pid} D {r} {int(b['sector'][i])} + {int(sectors[i])} [{comm}]\n"
-            )
-    return len(b)
+            out.write(f"{head} {seq} {stamp} {pid} D F 0 + 0 [{comm}]\n")
+            r = r[1:]
+        seq += 1
+        out.write(f"{head} {seq} {stamp} {pid} D {r} {int(b['sector'][i])} + {int(sectors[i])} [{comm}]\n")
+    return seq
