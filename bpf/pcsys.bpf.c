@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0
+/* pcsys.bpf.c: the file system calls of the processes of one run, with each call's user stack (the
+ * event format and the process map are in shim/include/pcsys.h). One sys_enter tracepoint per call
+ * keeps the arguments of the thread (and, for close, the file it is about to lose); the matching
+ * sys_exit sends the call if it succeeded on a regular file, with the file's dev/ino/position as
+ * the call left them and the stack taken there (the user registers of a thread in a system call
+ * are the same at exit as at entry). sched_process_fork/exec/exit follow the processes. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "pcsys.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define S_IFMT 0170000
+#define S_IFREG 0100000
+#define AT_FDCWD -100
+#define F_SET_RW_HINT 1036
+#define AT_REMOVEDIR 0x200
+#define BPF_F_USER_STACK_ (1ULL << 8)
+#define BPF_F_USER_BUILD_ID_ (1ULL << 11)
+
+/* Counters the loader reads at the end. */
+__u64 lost_events = 0;
+
+struct {
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 16 << 20); /* the loader may change it */
+} events SEC(".maps");
+
+/* tgid -> enum pcsys_follow: the processes of the run. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u32);
+    __type(value, __u32);
+} procs SEC(".maps");
+
+/* A call in progress: what sys_enter kept for sys_exit. */
+struct pending {
+    __u32 kind;
+    __u32 flags;
+    __u64 arg[6];
+    struct pcsys_file file; /* close: the file before it goes */
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u32);
+    __type(value, struct pending);
+} inflight SEC(".maps");
+
+static __always_inline __u32 follow_state(__u32 tgid)
+{
+    __u32 *v = bpf_map_lookup_elem(&procs, &tgid);
+    return v ? *v : 0;
+}
+
+/* The file of `fd` in the current task: 0 with `out` filled, -1 when the fd names none. */
+static __always_inline int fd_file(int fd, struct pcsys_file *out)
+{
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+    struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+    if (!fdt || fd < 0 || (unsigned)fd >= BPF_CORE_READ(fdt, max_fds))
+        return -1;
+    struct file **fds = BPF_CORE_READ(fdt, fd);
+    struct file *f = NULL;
+    if (bpf_probe_read_kernel(&f, sizeof f, &fds[fd]) || !f)
+        return -1;
+    struct inode *inode = BPF_CORE_READ(f, f_inode);
+    out->mode = BPF_CORE_READ(inode, i_mode);
+    out->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+    out->ino = BPF_CORE_READ(inode, i_ino);
+    out->pos = BPF_CORE_READ(f, f_pos);
+    out->f_flags = BPF_CORE_READ(f, f_flags);
+    return 0;
+}
+
+static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32 kind)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    if (follow_state((__u32)(id >> 32)) != PCSYS_FOLLOW)
+        return 0;
+    struct pending p = {.kind = kind};
+    for (int i = 0; i < 6; i++)
+        p.arg[i] = BPF_CORE_READ(ctx, args[i]);
+    if (kind == PCSYS_CLOSE && fd_file((int)p.arg[0], &p.file) != 0)
+        return 0;
+    __u32 tid = (__u32)id;
+    bpf_map_update_elem(&inflight, &tid, &p, BPF_ANY);
+    return 0;
+}
+
+static __always_inline struct pcsys_event *reserve(void)
+{
+    struct pcsys_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+    if (!e) {
+        __sync_fetch_and_add(&lost_events, 1);
+        return NULL;
+    }
+    __u64 id = bpf_get_current_pid_tgid();
+    e->ts_ns = bpf_ktime_get_ns();
+    e->pid = (__u32)(id >> 32);
+    e->tid = (__u32)id;
+    e->flags = 0;
+    e->nframes = 0;
+    e->off = 0;
+    e->ppid = 0;
+    e->path_len[0] = e->path_len[1] = 0;
+    e->reserved = 0;
+    return e;
+}
+
+static __always_inline void take_stack(void *ctx, struct pcsys_event *e)
+{
+    long n = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK_ | BPF_F_USER_BUILD_ID_);
+    e->nframes = n > 0 ? (int)(n / sizeof(struct pcsys_frame)) : 0;
+}
+
+static __always_inline void user_path(struct pcsys_event *e, int slot, __u64 uptr)
+{
+    if (slot < 0 || slot > 1)
+        return;
+    long n = bpf_probe_read_user_str(e->path[slot], PCSYS_PATH_MAX, (const void *)uptr);
+    if (n <= 0) {
+        e->path[slot][0] = 0;
+        n = 1;
+    }
+    e->path_len[slot] = (__u16)(n - 1);
+    if (n == PCSYS_PATH_MAX)
+        e->flags |= PCSYS_F_PATH_CUT;
+}
+
+/* The fd whose file an exit event carries (-1: none). */
+static __always_inline int event_fd(const struct pending *p, long ret)
+{
+    switch (p->kind) {
+    case PCSYS_COPY:
+    case PCSYS_SPLICE:
+        return (int)p->arg[2];
+    case PCSYS_OPEN:
+        return (int)ret;
+    case PCSYS_RENAME:
+    case PCSYS_UNLINK:
+    case PCSYS_CLOSE:
+    case PCSYS_MSYNC:
+        return -1;
+    default:
+        return (int)p->arg[0];
+    }
+}
+
+/* copy_file_range and splice: the out offset (its pointer, advanced by the call, or the position). */
+static __always_inline __u64 out_offset(const struct pending *p, long ret, const struct pcsys_file *f)
+{
+    __u64 at = 0;
+    if (p->arg[3] && bpf_probe_read_user(&at, sizeof at, (const void *)p->arg[3]) == 0)
+        return at - ret;
+    return f->pos - ret;
+}
+
+/* msync: the file and file offset of the mapping at arg[0]. */
+struct vma_ctx {
+    struct pcsys_event *e;
+    __u64 addr;
+    int found;
+};
+
+static long vma_cb(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+    struct vma_ctx *c = data;
+    struct file *f = BPF_CORE_READ(vma, vm_file);
+    if (!f)
+        return 0;
+    struct inode *inode = BPF_CORE_READ(f, f_inode);
+    c->e->file.mode = BPF_CORE_READ(inode, i_mode);
+    c->e->file.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+    c->e->file.ino = BPF_CORE_READ(inode, i_ino);
+    c->e->off = (c->addr - BPF_CORE_READ(vma, vm_start)) + (BPF_CORE_READ(vma, vm_pgoff) << 12);
+    c->found = 1;
+    return 0;
+}
+
+static __always_inline int fill_file(struct pcsys_event *e, const struct pending *p, long ret)
+{
+    if (p->kind == PCSYS_CLOSE) {
+        e->file = p->file;
+    } else if (p->kind == PCSYS_MSYNC) {
+        struct vma_ctx c = {.e = e, .addr = p->arg[0]};
+        struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+        if (bpf_find_vma(task, p->arg[0], vma_cb, &c, 0) || !c.found)
+            return -1;
+    } else {
+        int fd = event_fd(p, ret);
+        if (fd < 0)
+            return 0; /* a call named for a path */
+        if (fd_file(fd, &e->file) != 0)
+            return -1;
+    }
+    if (e->file.mode && (e->file.mode & S_IFMT) != S_IFREG)
+        e->flags |= PCSYS_F_NOT_REG;
+    return 0;
+}
+
+/* What the kinds need beyond the file: paths, the offset. 0 to send, -1 to drop. */
+static __always_inline int fill_kind(struct pcsys_event *e, const struct pending *p, long ret)
+{
+    switch (p->kind) {
+    case PCSYS_OPEN:
+        if (p->flags == 2) { /* openat2: flags in struct open_how */
+            __u64 fl = 0;
+            bpf_probe_read_user(&fl, sizeof fl, (const void *)p->arg[2]);
+            e->off = fl;
+        } else {
+            e->off = p->arg[p->flags == 1 ? 2 : 1];
+        }
+        user_path(e, 0, p->arg[1]);
+        if (p->flags == 0) { /* open(path, flags, mode): as openat(AT_FDCWD, ...) */
+            user_path(e, 0, p->arg[0]);
+            e->arg[0] = (__u64)(long)AT_FDCWD;
+        }
+        return 0;
+    case PCSYS_RENAME:
+        if (p->flags == 0) { /* rename(old, new) */
+            user_path(e, 0, p->arg[0]);
+            user_path(e, 1, p->arg[1]);
+            e->arg[0] = e->arg[2] = (__u64)(long)AT_FDCWD;
+        } else {
+            user_path(e, 0, p->arg[1]);
+            user_path(e, 1, p->arg[3]);
+        }
+        return 0;
+    case PCSYS_UNLINK:
+        if (p->flags == 0) {
+            user_path(e, 0, p->arg[0]);
+            e->arg[0] = (__u64)(long)AT_FDCWD;
+        } else {
+            if (p->arg[2] & AT_REMOVEDIR)
+                return -1;
+            user_path(e, 0, p->arg[1]);
+        }
+        return 0;
+    case PCSYS_COPY:
+    case PCSYS_SPLICE:
+        e->off = out_offset(p, ret, &e->file);
+        return 0;
+    case PCSYS_SET_HINT:
+        bpf_probe_read_user(&e->off, sizeof e->off, (const void *)p->arg[2]);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx)
+{
+    __u64 id = bpf_get_current_pid_tgid();
+    __u32 tid = (__u32)id;
+    struct pending *pp = bpf_map_lookup_elem(&inflight, &tid);
+    if (!pp)
+        return 0;
+    struct pending p = *pp;
+    bpf_map_delete_elem(&inflight, &tid);
+    long ret = BPF_CORE_READ(ctx, ret);
+    if (ret < 0)
+        return 0;
+    struct pcsys_event *e = reserve();
+    if (!e)
+        return 0;
+    e->kind = p.kind;
+    e->ret = ret;
+    for (int i = 0; i < 6; i++)
+        e->arg[i] = p.arg[i];
+    __builtin_memset(&e->file, 0, sizeof e->file);
+    if (fill_file(e, &p, ret) != 0 || fill_kind(e, &p, ret) != 0) {
+        bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+        return 0;
+    }
+    if (e->flags & PCSYS_F_NOT_REG) {
+        bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP); /* a pipe, a tty, a socket, a device */
+        return 0;
+    }
+    if (p.kind != PCSYS_CLOSE)
+        take_stack(ctx, e);
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}
+
+/* One sys_enter and one sys_exit program per call; `variant` tells calls of one kind apart
+ * (their arguments differ): open 0, openat 1, openat2 2; rename/unlink 0, the *at forms 1. */
+#define CALL(name, kind, variant)                                                                \
+    SEC("tracepoint/syscalls/sys_enter_" #name)                                                  \
+    int enter_##name(struct trace_event_raw_sys_enter *ctx)                                      \
+    {                                                                                            \
+        return on_enter_v(ctx, kind, variant);                                                   \
+    }                                                                                            \
+    SEC("tracepoint/syscalls/sys_exit_" #name)                                                   \
+    int exit_##name(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx); }
+
+static __always_inline int on_enter_v(struct trace_event_raw_sys_enter *ctx, __u32 kind, __u32 variant)
+{
+    if (kind == PCSYS_SET_HINT) { /* fcntl: only the commands that matter */
+        if (BPF_CORE_READ(ctx, args[1]) != F_SET_RW_HINT)
+            return 0;
+    }
+    on_enter(ctx, kind);
+    if (variant) {
+        __u32 tid = (__u32)bpf_get_current_pid_tgid();
+        struct pending *p = bpf_map_lookup_elem(&inflight, &tid);
+        if (p)
+            p->flags = variant;
+    }
+    return 0;
+}
+
+CALL(write, PCSYS_WRITE, 0)
+CALL(writev, PCSYS_WRITE, 0)
+CALL(pwrite64, PCSYS_PWRITE, 0)
+CALL(pwritev, PCSYS_PWRITE, 0)
+CALL(pwritev2, PCSYS_PWRITE, 0)
+CALL(fsync, PCSYS_FSYNC, 0)
+CALL(fdatasync, PCSYS_FDATASYNC, 0)
+CALL(sync_file_range, PCSYS_SYNC_RANGE, 0)
+CALL(fallocate, PCSYS_FALLOCATE, 0)
+CALL(ftruncate, PCSYS_FTRUNCATE, 0)
+CALL(copy_file_range, PCSYS_COPY, 0)
+CALL(sendfile64, PCSYS_SENDFILE, 0)
+CALL(splice, PCSYS_SPLICE, 0)
+CALL(msync, PCSYS_MSYNC, 0)
+CALL(fcntl, PCSYS_SET_HINT, 0)
+CALL(open, PCSYS_OPEN, 0)
+CALL(openat, PCSYS_OPEN, 1)
+CALL(openat2, PCSYS_OPEN, 2)
+CALL(close, PCSYS_CLOSE, 0)
+CALL(rename, PCSYS_RENAME, 0)
+CALL(renameat, PCSYS_RENAME, 1)
+CALL(renameat2, PCSYS_RENAME, 1)
+CALL(unlink, PCSYS_UNLINK, 0)
+CALL(unlinkat, PCSYS_UNLINK, 1)
+
+/* ---------- processes ---------- */
+
+static __always_inline void proc_event(__u32 kind, __u32 pid, __u32 ppid, long ret)
+{
+    struct pcsys_event *e = reserve();
+    if (!e)
+        return;
+    e->kind = kind;
+    e->pid = pid;
+    e->tid = pid;
+    e->ppid = ppid;
+    e->ret = ret;
+    __builtin_memset(&e->file, 0, sizeof e->file);
+    for (int i = 0; i < 6; i++)
+        e->arg[i] = 0;
+    e->path[0][0] = 0;
+    bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+    __u32 ptgid = parent->tgid, ctgid = child->tgid;
+    if (ptgid == ctgid)
+        return 0; /* a thread */
+    __u32 state = follow_state(ptgid);
+    if (!state)
+        return 0;
+    bpf_map_update_elem(&procs, &ctgid, &state, BPF_ANY);
+    proc_event(PCSYS_FORK, ctgid, ptgid, 0);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+    __u32 tgid = p->tgid;
+    if (!follow_state(tgid))
+        return 0;
+    /* until the loader decides from the program's ELF (the shim's or ours), its calls are sent */
+    __u32 state = PCSYS_FOLLOW;
+    bpf_map_update_elem(&procs, &tgid, &state, BPF_ANY);
+    struct pcsys_event *e = reserve();
+    if (!e)
+        return 0;
+    e->kind = PCSYS_EXEC;
+    e->pid = tgid;
+    e->ppid = BPF_CORE_READ(p, real_parent, tgid);
+    e->ret = 0;
+    __builtin_memset(&e->file, 0, sizeof e->file);
+    const struct cred *c = BPF_CORE_READ(p, cred);
+    e->arg[0] = BPF_CORE_READ(c, uid.val);
+    e->arg[1] = BPF_CORE_READ(c, euid.val);
+    e->arg[2] = BPF_CORE_READ(c, gid.val);
+    e->arg[3] = BPF_CORE_READ(c, egid.val);
+    e->arg[4] = e->arg[5] = 0;
+    const char *fn = BPF_CORE_READ(bprm, filename);
+    long n = bpf_probe_read_kernel_str(e->path[0], PCSYS_PATH_MAX, fn);
+    e->path_len[0] = n > 0 ? (__u16)(n - 1) : 0;
+    if (n == PCSYS_PATH_MAX)
+        e->flags |= PCSYS_F_PATH_CUT;
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit_proc, struct task_struct *p, bool group_dead)
+{
+    __u32 tgid = p->tgid;
+    __u32 tid = p->pid;
+    bpf_map_delete_elem(&inflight, &tid);
+    if (!group_dead || !follow_state(tgid))
+        return 0;
+    bpf_map_delete_elem(&procs, &tgid);
+    long code = BPF_CORE_READ(p, signal, group_exit_code);
+    if (!code)
+        code = p->exit_code;
+    proc_event(PCSYS_EXIT, tgid, 0, code);
+    return 0;
+}
