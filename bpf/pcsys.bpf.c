@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* pcsys.bpf.c: the file system calls of the processes of one run, with each call's user stack (the
- * event format and the process map are in shim/include/pcsys.h). One sys_enter tracepoint per call
- * keeps the arguments of the thread (and, for close, the file it is about to lose); the matching
+ * event format and the process map are in shim/include/pcsys.h). raw_syscalls/sys_enter keeps the
+ * arguments of a followed thread's file call (and, for close, the file it is about to lose); the matching
  * sys_exit sends the call if it succeeded on a regular file, with the file's dev/ino/position as
  * the call left them and the stack taken there (the user registers of a thread in a system call
  * are the same at exit as at entry). sched_process_fork/exec/exit follow the processes. */
@@ -79,12 +79,12 @@ static __always_inline int fd_file(int fd, struct pcsys_file *out)
     return 0;
 }
 
-static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32 kind)
+static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32 kind, __u32 variant)
 {
     __u64 id = bpf_get_current_pid_tgid();
     if (follow_state((__u32)(id >> 32)) != PCSYS_FOLLOW)
         return 0;
-    struct pending p = {.kind = kind};
+    struct pending p = {.kind = kind, .flags = variant};
     for (int i = 0; i < 6; i++)
         p.arg[i] = BPF_CORE_READ(ctx, args[i]);
     if (kind == PCSYS_CLOSE && fd_file((int)p.arg[0], &p.file) != 0)
@@ -289,57 +289,64 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx)
     return 0;
 }
 
-/* One sys_enter and one sys_exit program per call; `variant` tells calls of one kind apart
- * (their arguments differ): open 0, openat 1, openat2 2; rename/unlink 0, the *at forms 1. */
-#define CALL(name, kind, variant)                                                                \
-    SEC("tracepoint/syscalls/sys_enter_" #name)                                                  \
-    int enter_##name(struct trace_event_raw_sys_enter *ctx)                                      \
-    {                                                                                            \
-        return on_enter_v(ctx, kind, variant);                                                   \
-    }                                                                                            \
-    SEC("tracepoint/syscalls/sys_exit_" #name)                                                   \
-    int exit_##name(struct trace_event_raw_sys_exit *ctx) { return on_exit(ctx); }
-
-static __always_inline int on_enter_v(struct trace_event_raw_sys_enter *ctx, __u32 kind, __u32 variant)
+/* The calls followed, by x86-64 system call number (arch/x86/entry/syscalls/syscall_64.tbl), as
+ * (kind, variant): `variant` tells apart calls of one kind whose arguments differ (open 0, openat 1,
+ * openat2 2; rename/unlink 0, their *at forms 1). One pair of raw_syscalls tracepoints serves them
+ * all: detaching a tracepoint program waits for an RCU grace period (~75 ms each here), which for
+ * one program per call made every capture end 3.5 s late. */
+#ifndef __TARGET_ARCH_x86
+#error "pcsys.bpf.c knows the x86-64 system call numbers only"
+#endif
+static __always_inline int classify(long nr, __u32 *kind, __u32 *variant)
 {
-    if (kind == PCSYS_SET_HINT) { /* fcntl: only the commands that matter */
-        if (BPF_CORE_READ(ctx, args[1]) != F_SET_RW_HINT)
-            return 0;
+    *variant = 0;
+    switch (nr) {
+    case 1: /* write */
+    case 20: *kind = PCSYS_WRITE; return 1; /* writev */
+    case 18: /* pwrite64 */
+    case 296: /* pwritev */
+    case 328: *kind = PCSYS_PWRITE; return 1; /* pwritev2 */
+    case 74: *kind = PCSYS_FSYNC; return 1;
+    case 75: *kind = PCSYS_FDATASYNC; return 1;
+    case 277: *kind = PCSYS_SYNC_RANGE; return 1;
+    case 285: *kind = PCSYS_FALLOCATE; return 1;
+    case 77: *kind = PCSYS_FTRUNCATE; return 1;
+    case 326: *kind = PCSYS_COPY; return 1;
+    case 40: *kind = PCSYS_SENDFILE; return 1;
+    case 275: *kind = PCSYS_SPLICE; return 1;
+    case 26: *kind = PCSYS_MSYNC; return 1;
+    case 72: *kind = PCSYS_SET_HINT; return 1; /* fcntl, F_SET_RW_HINT only */
+    case 3: *kind = PCSYS_CLOSE; return 1;
+    case 2: *kind = PCSYS_OPEN; return 1;
+    case 257: *kind = PCSYS_OPEN; *variant = 1; return 1;
+    case 437: *kind = PCSYS_OPEN; *variant = 2; return 1;
+    case 82: *kind = PCSYS_RENAME; return 1;
+    case 264: /* renameat */
+    case 316: *kind = PCSYS_RENAME; *variant = 1; return 1; /* renameat2 */
+    case 87: *kind = PCSYS_UNLINK; return 1;
+    case 263: *kind = PCSYS_UNLINK; *variant = 1; return 1;
+    default: return 0;
     }
-    on_enter(ctx, kind);
-    if (variant) {
-        __u32 tid = (__u32)bpf_get_current_pid_tgid();
-        struct pending *p = bpf_map_lookup_elem(&inflight, &tid);
-        if (p)
-            p->flags = variant;
-    }
-    return 0;
 }
 
-CALL(write, PCSYS_WRITE, 0)
-CALL(writev, PCSYS_WRITE, 0)
-CALL(pwrite64, PCSYS_PWRITE, 0)
-CALL(pwritev, PCSYS_PWRITE, 0)
-CALL(pwritev2, PCSYS_PWRITE, 0)
-CALL(fsync, PCSYS_FSYNC, 0)
-CALL(fdatasync, PCSYS_FDATASYNC, 0)
-CALL(sync_file_range, PCSYS_SYNC_RANGE, 0)
-CALL(fallocate, PCSYS_FALLOCATE, 0)
-CALL(ftruncate, PCSYS_FTRUNCATE, 0)
-CALL(copy_file_range, PCSYS_COPY, 0)
-CALL(sendfile64, PCSYS_SENDFILE, 0)
-CALL(splice, PCSYS_SPLICE, 0)
-CALL(msync, PCSYS_MSYNC, 0)
-CALL(fcntl, PCSYS_SET_HINT, 0)
-CALL(open, PCSYS_OPEN, 0)
-CALL(openat, PCSYS_OPEN, 1)
-CALL(openat2, PCSYS_OPEN, 2)
-CALL(close, PCSYS_CLOSE, 0)
-CALL(rename, PCSYS_RENAME, 0)
-CALL(renameat, PCSYS_RENAME, 1)
-CALL(renameat2, PCSYS_RENAME, 1)
-CALL(unlink, PCSYS_UNLINK, 0)
-CALL(unlinkat, PCSYS_UNLINK, 1)
+SEC("tracepoint/raw_syscalls/sys_enter")
+int on_sys_enter(struct trace_event_raw_sys_enter *ctx)
+{
+    __u32 kind, variant;
+    if (!classify(BPF_CORE_READ(ctx, id), &kind, &variant))
+        return 0;
+    if (kind == PCSYS_SET_HINT && BPF_CORE_READ(ctx, args[1]) != F_SET_RW_HINT)
+        return 0;
+    return on_enter(ctx, kind, variant);
+}
+
+SEC("tracepoint/raw_syscalls/sys_exit")
+int on_sys_exit(struct trace_event_raw_sys_exit *ctx)
+{
+    if (follow_state((__u32)(bpf_get_current_pid_tgid() >> 32)) != PCSYS_FOLLOW)
+        return 0;
+    return on_exit(ctx);
+}
 
 /* ---------- processes ---------- */
 

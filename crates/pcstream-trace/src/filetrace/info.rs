@@ -1,8 +1,8 @@
 //! Summary of a file-level trace (`pcstream info` on the output of `record`): one streaming
 //! pass, memory bounded by the distinct PCs, files and threads, not by the rows.
 //!
-//! Fields: `kind` = "file", path, source, rows, row_groups, paths (entries of `pcstream.paths`),
-//! ops (rows per op name, unknown names included), writes `{rows, bytes}`, recovered_bytes and
+//! Fields: `kind` = "file", path, source, capture (`pcstream.capture`, null when absent), rows,
+//! row_groups, paths (entries of `pcstream.paths`), ops (rows per op name, unknown names included), writes `{rows, bytes}`, recovered_bytes and
 //! inline_stdio_bytes (write bytes with the flags `VIA_RECOVERED`, `VIA_STDIO_INLINE`),
 //! processes (distinct pids), threads (distinct pid, tid), ts `{first_ns, last_ns, duration_s}`,
 //! pcs `{count, top}` (the [`TOP`] signatures with the most bytes written: pc, bytes, rows,
@@ -201,6 +201,7 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
         "kind": "file",
         "path": path.display().to_string(),
         "source": meta.source,
+        "capture": r.capture(),
         "rows": r.num_rows(),
         "row_groups": r.num_row_groups(),
         "paths": paths.len(),

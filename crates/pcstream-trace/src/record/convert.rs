@@ -16,7 +16,7 @@ use super::shimlog::{ShimLogs, ShimRecord};
 use crate::blocktrace::TraceMeta;
 use crate::error::TraceError;
 use crate::filetrace::flags::{VIA_RECOVERED, VIA_STDIO_INLINE};
-use crate::filetrace::{FileEvent, FileOp, FileTraceWriter};
+use crate::filetrace::{FileEvent, FileOp, FileTraceWriter, KEY_CAPTURE};
 
 /// What [`write_file_trace`] wrote.
 #[derive(Debug, Default, serde::Serialize)]
@@ -56,6 +56,18 @@ pub fn write_file_trace(
     source: &str,
     coalesce: bool,
 ) -> Result<FileTraceSummary, TraceError> {
+    write_file_trace_as(logs, out, source, coalesce, None)
+}
+
+/// [`write_file_trace`], saying in `pcstream.capture` how the logs were captured (`shim`, `bpf`,
+/// `shim+bpf`; None: the key is not written).
+pub fn write_file_trace_as(
+    logs: &ShimLogs,
+    out: &Path,
+    source: &str,
+    coalesce: bool,
+    capture: Option<&str>,
+) -> Result<FileTraceSummary, TraceError> {
     let mut merge = Merge::new(&logs.bins);
     let mut writer = FileTraceWriter::create(out)?;
     let mut ids = PathIds::default();
@@ -84,7 +96,10 @@ pub fn write_file_trace(
         ..Default::default()
     };
     s.paths = ids.paths.len();
-    s.records = writer.finish(&meta, &ids.paths)?;
+    let extra = capture
+        .map(|c| vec![(KEY_CAPTURE.to_string(), c.to_string())])
+        .unwrap_or_default();
+    s.records = writer.finish_with(&meta, &ids.paths, extra)?;
     s.processes = logs.processes.len();
     s.warnings = logs.warnings.clone();
     s.lost_processes = logs.lost.clone();
