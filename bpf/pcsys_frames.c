@@ -4,7 +4,7 @@
  * address when the module has no GNU build id (a Go program) or its note could not be read. The
  * signature must be the same in every run, whether or not the process still runs when its event
  * is read, so it hashes only what does not depend on that:
- *   - a build-id frame: module id = pc_hash_bytes(the 20 build id bytes), offset = file offset;
+ *   - a build-id frame: module id = pc_hash_bytes(the build id), offset = file offset;
  *   - an address frame: the module found in the process's mappings (/proc/PID/maps, read once
  *     and again on a miss) or, once the process is gone, the program itself when it is not
  *     position independent (its addresses are then the same in every run); module id = the build
@@ -36,6 +36,7 @@ struct module {
     int has_interp;
     int has_build_id;
     unsigned char build_id[PCSYS_BUILD_ID_SIZE]; /* zero-padded as the kernel gives it */
+    unsigned build_id_len;
     uint64_t id;                                 /* module id (see the top) */
     int nload;
     struct { uint64_t off, vaddr, filesz; } load[MAX_LOADS];
@@ -44,31 +45,48 @@ struct module {
 
 static struct module *g_modules;
 
-static void read_notes(struct module *m, int fd, const Elf64_Phdr *ph)
+/* The GNU build id among the notes at [off, off + size) of the file, if there. */
+static void read_notes(struct module *m, int fd, uint64_t off, uint64_t size)
 {
-    if (ph->p_filesz == 0 || ph->p_filesz > (1 << 16))
+    if (size == 0 || size > (1 << 16))
         return;
-    unsigned char *buf = malloc(ph->p_filesz);
-    if (!buf || pread(fd, buf, ph->p_filesz, (off_t)ph->p_offset) != (ssize_t)ph->p_filesz) {
+    unsigned char *buf = malloc(size);
+    if (!buf || pread(fd, buf, size, (off_t)off) != (ssize_t)size) {
         free(buf);
         return;
     }
     size_t at = 0;
-    while (at + sizeof(Elf64_Nhdr) <= ph->p_filesz) {
+    while (at + sizeof(Elf64_Nhdr) <= size) {
         Elf64_Nhdr nh;
         memcpy(&nh, buf + at, sizeof nh);
         size_t name = at + sizeof nh, desc = name + ((nh.n_namesz + 3) & ~3u);
-        if (desc + nh.n_descsz > ph->p_filesz)
+        if (desc + nh.n_descsz > size)
             break;
         if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(buf + name, "GNU", 4) == 0 &&
             nh.n_descsz <= PCSYS_BUILD_ID_SIZE) {
             memcpy(m->build_id, buf + desc, nh.n_descsz);
+            m->build_id_len = nh.n_descsz;
             m->has_build_id = 1;
             break;
         }
         at = desc + ((nh.n_descsz + 3) & ~3u);
     }
     free(buf);
+}
+
+/* A build id in a note section outside every PT_NOTE segment (Go's linker puts it there): record's
+ * symbol naming reads it there too, and checks the module id against it. */
+static void section_notes(struct module *m, int fd, const Elf64_Ehdr *eh)
+{
+    if (eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shnum > 4096)
+        return;
+    for (int i = 0; i < eh->e_shnum && !m->has_build_id; i++) {
+        Elf64_Shdr sh;
+        if (pread(fd, &sh, sizeof sh, (off_t)(eh->e_shoff + (uint64_t)i * sizeof sh)) != (ssize_t)sizeof sh)
+            return;
+        if (sh.sh_type == SHT_NOTE)
+            read_notes(m, fd, sh.sh_offset, sh.sh_size);
+    }
 }
 
 /* Read the ELF headers of `m->path`: its PT_LOADs, PT_INTERP and GNU build id. */
@@ -89,7 +107,7 @@ static void read_elf(struct module *m)
             if (ph.p_type == PT_INTERP)
                 m->has_interp = 1;
             else if (ph.p_type == PT_NOTE && !m->has_build_id)
-                read_notes(m, fd, &ph);
+                read_notes(m, fd, ph.p_offset, ph.p_filesz);
             else if (ph.p_type == PT_LOAD && m->nload < MAX_LOADS) {
                 m->load[m->nload].off = ph.p_offset;
                 m->load[m->nload].vaddr = ph.p_vaddr;
@@ -98,8 +116,10 @@ static void read_elf(struct module *m)
             }
         }
     }
+    if (m->ok && !m->has_build_id)
+        section_notes(m, fd, &eh);
     close(fd);
-    m->id = m->has_build_id ? pc_hash_bytes(m->build_id, PCSYS_BUILD_ID_SIZE) : pc_hash_bytes(m->path, strlen(m->path));
+    m->id = m->has_build_id ? pc_hash_bytes(m->build_id, m->build_id_len) : pc_hash_bytes(m->path, strlen(m->path));
 }
 
 static struct module *module_at(const char *path)
@@ -229,13 +249,24 @@ static struct module *module_of_build_id(const unsigned char *id, uint32_t pid, 
     return m && m->has_build_id && memcmp(m->build_id, id, PCSYS_BUILD_ID_SIZE) == 0 ? m : NULL;
 }
 
+/* The module id of a build id as the kernel gives it, zero-padded to 20 bytes: the padding is
+ * taken off (a build id that really ends in zero bytes then gets another id than the shim's, but
+ * the same in every run). */
+static uint64_t build_id_hash(const unsigned char *id)
+{
+    size_t n = PCSYS_BUILD_ID_SIZE;
+    while (n > 0 && id[n - 1] == 0)
+        n--;
+    return pc_hash_bytes(id, n);
+}
+
 /* One frame: its (module id, offset) for the signature and its F line; 0 when it is unknown. */
 static int one_frame(const struct pcsys_frame *f, uint32_t pid, const char *exe, int *fresh, uint64_t *sig_off,
                      struct frame_out *o)
 {
     if (f->status == PCSYS_FRAME_BUILD_ID) {
         struct module *m = module_of_build_id(f->build_id, pid, exe, fresh);
-        o->module = pc_hash_bytes(f->build_id, PCSYS_BUILD_ID_SIZE);
+        o->module = build_id_hash(f->build_id);
         *sig_off = f->addr;
         o->vaddr = m ? to_vaddr(m, f->addr) : f->addr;
         o->path = m ? m->path : "?";

@@ -46,6 +46,7 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
     RecordOptions,
     "method",
     "frames",
+    "via",
     "keep_logs",
     "symbol_dirs",
     "no_symbols",
