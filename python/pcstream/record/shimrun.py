@@ -72,28 +72,29 @@ def convert(
     return api.record_convert(str(logdir), str(out), source, options, capture)
 
 
-def plan_capture(cmd: list[str], via: str) -> tuple[str, list[str]]:
-    """Before the run: the capture ``via`` gives here (``pcstream.capture``) and the warnings due
-    (a static program the shim cannot enter, when BPF does not record it; ``auto`` without BPF).
-    ``--via bpf`` without what BPF needs is a one-line error."""
+def plan_capture(cmd: list[str], via: str) -> tuple[str, list[str], list[str]]:
+    """Before the run: the capture ``via`` gives here (``pcstream.capture``), the warnings due
+    before the run (a static program the shim cannot enter, when BPF does not record it) and
+    those for the summary only (``auto`` without BPF). ``--via bpf`` without what BPF needs is a
+    one-line error."""
     if via not in VIAS:
         raise BadParameter("via", via, f"{{param}} {{value}}: unknown; use one of {', '.join(VIAS)}")
     if via == "bpf":
         bpfrun.require()
         runner.check_command(cmd)
-        return bpfrun.CAPTURE_BPF, []
+        return bpfrun.CAPTURE_BPF, [], []
     shim = runner.shim_path()
     warnings = runner.early_warnings(cmd, shim)
     missing = bpfrun.missing() if via == "auto" else None
     if via == "shim" or missing is not None:
-        if missing is not None:
-            warnings.append(bpfrun.auto_warning(missing[0]))
-        return bpfrun.CAPTURE_SHIM, warnings
+        return bpfrun.CAPTURE_SHIM, warnings, [bpfrun.auto_warning(missing[0])] if missing else []
     static = runner.static_warning(runner.check_command(cmd))
-    return bpfrun.CAPTURE_BOTH, [w for w in warnings if w != static]
+    return bpfrun.CAPTURE_BOTH, [w for w in warnings if w != static], []
 
 
-def run_capture(cmd: list[str], logdir: Path, options: RecordOptions, capture: str) -> tuple[int, str, list[str]]:
+def run_capture(
+    cmd: list[str], logdir: Path, options: RecordOptions, capture: str
+) -> tuple[int, str, list[str]]:
     """Run ``cmd`` the way ``capture`` says: (exit status, the capture in effect, warnings). When
     the BPF capture of ``auto`` cannot attach after all (the program has not run then), the run is
     the shim's alone, with a warning."""
@@ -103,7 +104,9 @@ def run_capture(cmd: list[str], logdir: Path, options: RecordOptions, capture: s
     shim = None
     if capture == bpfrun.CAPTURE_BOTH:
         shim = runner.shim_path()
-        env.update(PCSHIM_DIR=str(logdir.resolve()), PCSHIM_METHOD=options.method, PCSHIM_FRAMES=str(options.frames))
+        env.update(
+            PCSHIM_DIR=str(logdir.resolve()), PCSHIM_METHOD=options.method, PCSHIM_FRAMES=str(options.frames)
+        )
     status, ran = bpfrun.run_capture(cmd, logdir, options.frames, shim=shim, env=env)
     if ran is not None:
         return status, capture, []
@@ -132,7 +135,8 @@ def record(
     shim's logs in that directory (None: a temporary one, removed); ``coalesce`` folds runs of
     small contiguous writes (the default; False keeps one row per call); ``no_symbols`` leaves the
     PC table's frames unnamed; ``symbol_dirs``: more places for separate debug files
-    (:mod:`.symbols`); ``via``: the shim, BPF or both (:func:`plan_capture`); the ``block`` fields do not apply (see :func:`pcstream.compose.record_block`).
+    (:mod:`.symbols`); ``via``: the shim, BPF or both (:func:`plan_capture`); the ``block``
+    fields do not apply (see :func:`pcstream.compose.record_block`).
     ``say`` gets warnings due before the command runs (a statically linked program); they are
     also in the summary's ``warnings``. A signal that ends the command (also one sent to us and
     forwarded) does not stop the conversion: the trace holds what the logs hold."""
@@ -141,7 +145,7 @@ def record(
         raise BadParameter("method", method, f"{{param}} {{value}}: unknown; use one of {', '.join(METHODS)}")
     if not 1 <= frames <= MAX_FRAMES:
         raise BadParameter("frames", frames, f"{{param}} {{value}}: out of range; use 1..{MAX_FRAMES}")
-    capture, early = plan_capture(cmd, options.via)
+    capture, early, notes = plan_capture(cmd, options.via)
     _check_output(out)
     for warning in early:
         if say is not None:
@@ -155,7 +159,7 @@ def record(
     try:
         status, capture, late = run_capture(cmd, logdir, options, capture)
         summary = convert(logdir, out, runner.record_source(cmd, method, frames), options, capture)
-        summary["warnings"] = early + late + list(summary.get("warnings", []))
+        summary["warnings"] = early + notes + late + list(summary.get("warnings", []))
         summary["capture"] = capture
         if not options.no_symbols and summary.get("signatures"):
             symbolize_or_warn(out, summary, [Path(d) for d in options.symbol_dirs])
