@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -300,3 +301,106 @@ def test_capture_runs_the_program_as_without_it(tmp_path: Path) -> None:
         assert r.stdout == "out\n" and r.stderr.startswith("err\n"), (via, r.stdout, r.stderr)
         assert (tmp_path / "x.dat").read_text() == "x" * 5000
         assert r.bytes("x.dat") == 5000, (via, r.stderr)
+
+
+GO_LOOP_SOURCE = """\
+package main
+
+import (
+	"os"
+	"time"
+)
+
+// Writes 4 KiB blocks to one file, one every millisecond, until killed.
+
+//go:noinline
+func loopWriter(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		panic(err)
+	}
+	b := make([]byte, 4096)
+	for {
+		if _, err := f.Write(b); err != nil {
+			panic(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func main() { loopWriter(os.Args[1]) }
+"""
+
+
+@needs_bpf
+def test_attach_records_the_writes_made_while_attached(tmp_path: Path) -> None:
+    if GO is None:
+        pytest.skip("go is not installed")
+    (tmp_path / "main.go").write_text(GO_LOOP_SOURCE)
+    (tmp_path / "go.mod").write_text("module goloop\n\ngo 1.21\n")
+    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=mod", GOPROXY="off", GOTOOLCHAIN="local")
+    exe = tmp_path / "goloop"
+    subprocess.run([GO, "build", "-o", str(exe), "."], cwd=tmp_path, env=env, check=True, timeout=300)
+    data = tmp_path / "loop.dat"
+    writer = subprocess.Popen([str(exe), str(data)])
+    try:
+        while not data.exists() or data.stat().st_size == 0:  # the file is open before we attach
+            assert writer.poll() is None
+            time.sleep(0.01)
+        trace = tmp_path / "t.parquet"
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pcstream",
+                "record",
+                "--pid",
+                str(writer.pid),
+                "--duration",
+                "2",
+                "--no-coalesce",
+                "-o",
+                str(trace),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert writer.poll() is None, "the writer runs on after the capture"
+    finally:
+        writer.kill()
+        writer.wait()
+    assert r.returncode == 0, r.stderr
+    meta = tracemeta.footer(trace)
+    assert meta[tracemeta.KEY_CAPTURE] == "bpf"
+    paths = tracemeta.paths(meta)
+    writes = [x for x in pq.read_table(trace).to_pylist() if x["op"] == "write"]
+    assert writes and all(paths[x["path"]] == str(data) for x in writes), "named from /proc/PID/fd"
+    # every write made while attached: the recorded ranges tile [first offset, last end)
+    first, last = writes[0]["offset"], writes[-1]["offset"] + writes[-1]["len"]
+    recorded = sum(x["len"] for x in writes)
+    assert abs(recorded - (last - first)) <= (last - first) // 100, (recorded, first, last)
+    assert recorded >= 100 * 4096, "2 s of a write per millisecond"
+    assert len({x["pc"] for x in writes}) == 1
+    frames = json.loads(meta[tracemeta.KEY_PCS])[str(writes[0]["pc"])]
+    assert "main.loopWriter" in [f.get("symbol") for f in frames], frames
+
+
+def test_unknown_option_before_the_command_is_a_usage_error(tmp_path: Path) -> None:
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pcstream",
+            "record",
+            "--bogus",
+            "-o",
+            str(tmp_path / "t.parquet"),
+            "--",
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "--bogus" in r.stderr, r.stderr
+    assert not (tmp_path / "t.parquet").exists()

@@ -23,7 +23,7 @@ from pcstream.record import bpfrun, runner
 from pcstream.record.symbols import symbolize_or_warn
 
 
-def _check_output(out: Path) -> None:
+def check_output_path(out: Path) -> None:
     """Before the program runs: the output policy (errors.check_output), an existing directory,
     and a probe that a file can be created beside ``out`` (so a recording is never lost)."""
     parent = out.parent if str(out.parent) else Path(".")
@@ -146,7 +146,7 @@ def record(
     if not 1 <= frames <= MAX_FRAMES:
         raise BadParameter("frames", frames, f"{{param}} {{value}}: out of range; use 1..{MAX_FRAMES}")
     capture, early, notes = plan_capture(cmd, options.via)
-    _check_output(out)
+    check_output_path(out)
     for warning in early:
         if say is not None:
             say(warning)
@@ -158,7 +158,8 @@ def record(
         logdir = new_logdir()
     try:
         status, capture, late = run_capture(cmd, logdir, options, capture)
-        summary = convert(logdir, out, runner.record_source(cmd, method, frames), options, capture)
+        source = runner.record_source(cmd, method, frames, bpf_only=capture == bpfrun.CAPTURE_BPF)
+        summary = convert(logdir, out, source, options, capture)
         summary["warnings"] = early + notes + late + list(summary.get("warnings", []))
         summary["capture"] = capture
         if not options.no_symbols and summary.get("signatures"):
