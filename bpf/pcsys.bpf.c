@@ -348,6 +348,112 @@ int on_sys_exit(struct trace_event_raw_sys_exit *ctx)
     return on_exit(ctx);
 }
 
+/* ---------- io_uring ---------- */
+
+#define IORING_OP_WRITEV_ 2
+#define IORING_OP_FSYNC_ 3
+#define IORING_OP_WRITE_FIXED_ 5
+#define IORING_OP_WRITE_ 23
+#define IORING_FSYNC_DATASYNC_ 1
+#define REQ_F_FIXED_FILE_ 1
+#define PF_IO_WORKER_ 0x10
+#define FFS_FLAGS_ 3UL /* the low bits of a fixed file's file_ptr (FFS_NOWAIT, FFS_ISREG) */
+
+struct iovec_ {
+    __u64 base, len;
+};
+
+/* The file of a request: the fd in the submitter's table, or the ring's registered file. */
+static __always_inline struct file *uring_file(struct io_kiocb *req)
+{
+    int fd = BPF_CORE_READ(req, cqe.fd);
+    if (!(BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE_)) {
+        struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+        struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+        if (!fdt || fd < 0 || (unsigned)fd >= BPF_CORE_READ(fdt, max_fds))
+            return NULL;
+        struct file **fds = BPF_CORE_READ(fdt, fd);
+        struct file *f = NULL;
+        bpf_probe_read_kernel(&f, sizeof f, &fds[fd]);
+        return f;
+    }
+    struct io_ring_ctx *ctx = BPF_CORE_READ(req, ctx);
+    if (fd < 0 || (unsigned)fd >= BPF_CORE_READ(ctx, file_table.data.nr))
+        return NULL;
+    struct io_rsrc_node **nodes = BPF_CORE_READ(ctx, file_table.data.nodes);
+    struct io_rsrc_node *node = NULL;
+    if (bpf_probe_read_kernel(&node, sizeof node, &nodes[fd]) || !node)
+        return NULL;
+    return (struct file *)(BPF_CORE_READ(node, file_ptr) & ~FFS_FLAGS_);
+}
+
+/* Bytes of a WRITEV: the sum of its iovecs (at most PCSYS_URING_IOVECS). */
+static __always_inline __u64 iov_bytes(__u64 addr, __u32 n, struct pcsys_event *e)
+{
+    __u64 sum = 0;
+    if (n > PCSYS_URING_IOVECS) {
+        e->flags |= PCSYS_F_IOV_CUT;
+        n = PCSYS_URING_IOVECS;
+    }
+    for (__u32 i = 0; i < PCSYS_URING_IOVECS && i < n; i++) {
+        struct iovec_ v = {};
+        if (bpf_probe_read_user(&v, sizeof v, (const void *)(addr + i * sizeof v)))
+            break;
+        sum += v.len;
+    }
+    return sum;
+}
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(on_uring_submit, struct io_kiocb *req)
+{
+    /* every process of the run, the shim's included: the shim cannot see ring I/O */
+    if (!follow_state((__u32)(bpf_get_current_pid_tgid() >> 32)))
+        return 0;
+    __u8 op = BPF_CORE_READ(req, opcode);
+    if (op != IORING_OP_WRITE_ && op != IORING_OP_WRITEV_ && op != IORING_OP_WRITE_FIXED_ && op != IORING_OP_FSYNC_)
+        return 0;
+    struct file *f = uring_file(req);
+    if (!f)
+        return 0;
+    struct inode *inode = BPF_CORE_READ(f, f_inode);
+    __u32 mode = BPF_CORE_READ(inode, i_mode);
+    if ((mode & S_IFMT) != S_IFREG)
+        return 0;
+    struct pcsys_event *e = reserve();
+    if (!e)
+        return 0;
+    e->kind = op == IORING_OP_FSYNC_ ? PCSYS_URING_FSYNC : PCSYS_URING_WRITE;
+    e->ret = 0;
+    for (int i = 0; i < 6; i++)
+        e->arg[i] = 0;
+    e->file.mode = mode;
+    e->file.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+    e->file.ino = BPF_CORE_READ(inode, i_ino);
+    e->file.pos = BPF_CORE_READ(f, f_pos);
+    e->file.f_flags = BPF_CORE_READ(f, f_flags);
+    e->arg[1] = op;
+    e->arg[2] = (__u64)(long)BPF_CORE_READ(req, cqe.fd);
+    if (BPF_CORE_READ(req, flags) & REQ_F_FIXED_FILE_)
+        e->flags |= PCSYS_F_FIXED;
+    if (op == IORING_OP_FSYNC_) {
+        struct io_sync *sync = (struct io_sync *)&req->cmd;
+        e->arg[0] = BPF_CORE_READ(sync, flags) & IORING_FSYNC_DATASYNC_;
+    } else {
+        struct io_rw *rw = (struct io_rw *)&req->cmd;
+        e->off = BPF_CORE_READ(rw, kiocb.ki_pos);
+        __u32 len = BPF_CORE_READ(rw, len);
+        e->arg[0] = op == IORING_OP_WRITEV_ ? iov_bytes(BPF_CORE_READ(rw, addr), len, e) : len;
+    }
+    struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+    if (task->flags & PF_IO_WORKER_)
+        e->flags |= PCSYS_F_SQPOLL; /* the SQPOLL thread: its stack is not the submitter's */
+    else
+        take_stack(ctx, e);
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+}
+
 /* ---------- processes ---------- */
 
 static __always_inline void proc_event(__u32 kind, __u32 pid, __u32 ppid, long ret)

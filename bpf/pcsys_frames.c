@@ -207,6 +207,15 @@ static void read_maps(uint32_t pid)
     fclose(f);
 }
 
+void frames_init(void)
+{
+    /* the C library and dynamic loader the loader itself runs with are those of most programs:
+     * known by build id from the start, their frames are named (and skipped) even when the
+     * process is gone by the time its event is read */
+    read_maps((uint32_t)getpid());
+    g_maps.pid = 0;
+}
+
 void frames_forget(uint32_t pid)
 {
     if (g_maps.pid == pid)

@@ -25,6 +25,8 @@ struct frame_out {
  * of a static program without a build id). */
 uint64_t frames_signature(const struct pcsys_event *e, const char *exe, int frames, struct frame_out *out,
                           int *n);
+/* Learn the modules the loader itself has mapped (the C library). */
+void frames_init(void);
 /* Forget what was read of process `pid`'s mappings (it exec'd or ended). */
 void frames_forget(uint32_t pid);
 /* Does the ELF file `path` have a PT_INTERP (1), none (0), or can it not be read (-1)? */

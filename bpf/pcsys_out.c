@@ -69,7 +69,9 @@ struct image {
     uint32_t pid, ppid;
     char *exe;
     char *cwd; /* the working directory last seen (for paths when the process is gone) */
-    int recorded;
+    int recorded;  /* its calls are recorded here (else by the shim) */
+    int has_files; /* its log pair exists (recorded, or an io_uring request of a shim image) */
+    int sqpoll_said;
     char base[PATH_MAX]; /* DIR/<pid>.<start>.bpf */
     struct pcshim_record buf[IMAGE_BUFFER];
     int nbuf;
@@ -121,7 +123,7 @@ static struct image *image_of(uint32_t pid)
 
 static void image_end(struct image *im)
 {
-    if (im->recorded) {
+    if (im->has_files) {
         flush(im);
         char line[64];
         int n = snprintf(line, sizeof line, "E %llu\n", (unsigned long long)im->records);
@@ -148,6 +150,7 @@ static int unreachable(const char *exe, const struct pcsys_event *exec)
 }
 
 static char *proc_link(uint32_t pid, const char *what, char *out, size_t cap);
+static void open_files(struct image *im);
 
 static struct image *image_new(uint32_t pid, uint32_t ppid, const char *exe, const char *cwd, int recorded)
 {
@@ -167,19 +170,30 @@ static struct image *image_new(uint32_t pid, uint32_t ppid, const char *exe, con
     g_n.images++;
     if (recorded) {
         g_n.recorded_images++;
+        open_files(im);
+    }
+    return im;
+}
+
+/* The image's log pair: the header of its .bin, an empty .txt. */
+static void open_files(struct image *im)
+{
+    if (im->has_files)
+        return;
+    im->has_files = 1;
+    {
         struct pcshim_header h;
         memset(&h, 0, sizeof h);
         memcpy(h.magic, PCSHIM_MAGIC, sizeof h.magic);
         h.version = PCSHIM_VERSION;
         h.record_size = sizeof(struct pcshim_record);
-        h.pid = pid;
-        h.ppid = ppid;
+        h.pid = im->pid;
+        h.ppid = im->ppid;
         h.frames = (uint32_t)g_o.frames;
         h.method = 0; /* frame pointers: what the kernel walks */
         append(im->base, ".bin", &h, sizeof h);
         txt(im, "", 0);
     }
-    return im;
 }
 
 /* A kernel dev_t (major << 20 | minor) as stat() gives it. */
@@ -298,19 +312,17 @@ static uint64_t intern(struct image *im, const char *path)
     return h;
 }
 
-/* The path hash of the file an event names by fd. */
+/* The path hash of the file an event names by fd; 0 when unknown (the converter then takes the
+ * path another record of the same dev/ino gave, e.g. the shim's open of a file whose io_uring
+ * writes are recorded here). */
 static uint64_t file_path(struct image *im, const struct pcsys_event *e, int fd)
 {
     struct inode_path **pp = inode_slot(e->file.dev, e->file.ino);
     if (!*pp) {
         char p[PATH_MAX];
-        if (fd >= 0 && fd_path(e->pid, fd, e->file.dev, e->file.ino, p, sizeof p))
-            inode_set(e->file.dev, e->file.ino, p);
-        else {
-            snprintf(p, sizeof p, "?inode:%llu:%llu", (unsigned long long)e->file.dev,
-                     (unsigned long long)e->file.ino);
-            inode_set(e->file.dev, e->file.ino, p);
-        }
+        if (fd < 0 || !fd_path(e->pid, fd, e->file.dev, e->file.ino, p, sizeof p))
+            return 0;
+        inode_set(e->file.dev, e->file.ino, p);
         pp = inode_slot(e->file.dev, e->file.ino);
     }
     return *pp && (*pp)->path ? intern(im, (*pp)->path) : 0;
@@ -410,6 +422,17 @@ static int call_record(const struct pcsys_event *e, struct pcshim_record *r)
         r->fd = (int32_t)ret;
         r->flags = (uint32_t)e->off;
         break;
+    case PCSYS_URING_WRITE:
+        r->op = PCSHIM_OP_WRITE;
+        r->fd = (e->flags & PCSYS_F_FIXED) ? -1 : (int32_t)e->arg[2];
+        r->offset = e->off == UINT64_MAX ? e->file.pos : e->off;
+        r->len = e->arg[0];
+        r->flags = PCSHIM_VIA_URING;
+        break;
+    case PCSYS_URING_FSYNC:
+        r->op = e->arg[0] ? PCSHIM_OP_FDATASYNC : PCSHIM_OP_FSYNC;
+        r->fd = (e->flags & PCSYS_F_FIXED) ? -1 : (int32_t)e->arg[2];
+        break;
     default: return 0;
     }
     return 1;
@@ -468,8 +491,15 @@ static void syscall_event(struct image *im, const struct pcsys_event *e)
     r.dev = user_dev(e->file.dev);
     r.ino = e->file.ino;
     r.path = file_path(im, e, r.fd);
-    if (e->kind != PCSYS_CLOSE)
+    if (e->flags & PCSYS_F_SQPOLL) {
+        if (!im->sqpoll_said) { /* no call path: PC 0, said once per image */
+            static const char w[] = "W bpf: io_uring SQPOLL submissions have no call path (PC 0)\n";
+            txt(im, w, sizeof w - 1);
+            im->sqpoll_said = 1;
+        }
+    } else if (e->kind != PCSYS_CLOSE) {
         signature(im, e, &r);
+    }
     put(im, &r);
 }
 
@@ -478,7 +508,7 @@ static void syscall_event(struct image *im, const struct pcsys_event *e)
 static void proc_record(struct image *im, const struct pcsys_event *e, uint16_t op, uint64_t offset, uint64_t path)
 {
     if (!im || !im->recorded)
-        return;
+        return; /* the shim records the processes of its images */
     struct pcshim_record r;
     memset(&r, 0, sizeof r);
     r.op = op;
@@ -558,8 +588,11 @@ int out_event(const struct pcsys_event *e)
         out_attach(e->pid);
         im = image_of(e->pid);
     }
-    if (!im || !im->recorded)
+    int uring = e->kind == PCSYS_URING_WRITE || e->kind == PCSYS_URING_FSYNC;
+    if (!im || (!im->recorded && !uring))
         return 1;
+    if (uring)
+        open_files(im); /* a shim image's ring I/O: the shim cannot see it */
     syscall_event(im, e);
     return 0;
 }
@@ -574,7 +607,7 @@ void out_finish(uint64_t lost)
                          "W bpf: %llu events lost (the ring buffer was full); a larger --ringbuf-mib keeps them\n",
                          (unsigned long long)lost);
         struct image *im = g_images;
-        while (im && !im->recorded)
+        while (im && !im->has_files)
             im = im->next;
         if (im)
             txt(im, line, (size_t)n);

@@ -25,7 +25,8 @@
  *       F <module:16 hex> <offset:hex> <len> <module path>\n   its frames, innermost first
  *       W <text>\n                                   a warning (unwind unavailable, too many mappings,
  *                                                    ...); "W io_uring: ..." once per process image
- *                                                    that set up an io_uring (its ring I/O is not seen);
+ *                                                    that set up an io_uring (its ring I/O is not seen
+ *                                                    by the shim; the BPF capture records it);
  *                                                    "W static: <path>" for an exec of a statically
  *                                                    linked program (the shim cannot enter it);
  *                                                    "W mmap: <bytes> <path>" for a shared writable
@@ -82,6 +83,10 @@ enum pcshim_write_via {
                                         * stdio call the shim saw (putc-style macros), accounted at
                                         * the next flush point (overflow, fflush, fclose, a stdio
                                         * call, fork, exit); pc = that flush point's call path */
+    PCSHIM_VIA_URING = 1u << 9,    /* an io_uring write (IORING_OP_WRITE, WRITEV, WRITE_FIXED) at its
+                                    * submission, len = the bytes asked for (the BPF capture,
+                                    * shim/include/pcsys.h); pc = the submitting thread's call path
+                                    * (0 for an SQPOLL submission) */
 };
 
 /* First 32 bytes of every .bin file. */

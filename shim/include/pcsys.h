@@ -41,6 +41,8 @@ typedef __u8 pcsys_u8;
 #define PCSYS_MAX_FRAMES 32
 /* Bytes of a path argument kept (longer ones are cut: the flag PCSYS_F_PATH_CUT). */
 #define PCSYS_PATH_MAX 256
+/* iovecs of an io_uring WRITEV summed */
+#define PCSYS_URING_IOVECS 64
 /* GNU build id bytes (as in struct bpf_stack_build_id). */
 #define PCSYS_BUILD_ID_SIZE 20
 
@@ -72,6 +74,11 @@ enum pcsys_kind {
     PCSYS_FORK,           /* a new process: pid = child, ppid = parent */
     PCSYS_EXEC,           /* pid, path[0] = the program as exec'd, arg[0..3] = uid, euid, gid, egid */
     PCSYS_EXIT,           /* pid (the last thread), ret = exit status (wait status form) */
+    PCSYS_URING_WRITE,    /* an io_uring write submitted (WRITE, WRITEV, WRITE_FIXED): file, `off` =
+                           * the offset asked for (-1: the file position, in file.pos), arg[0] the
+                           * bytes asked for (WRITEV: the sum of the first PCSYS_URING_IOVECS
+                           * iovecs), arg[1] the opcode, arg[2] the fd or fixed-file index */
+    PCSYS_URING_FSYNC,    /* an io_uring fsync submitted: file, arg[0] 1 for IORING_FSYNC_DATASYNC */
 };
 
 /* Values of the `procs` map. */
@@ -85,6 +92,9 @@ enum pcsys_follow {
 enum pcsys_flags {
     PCSYS_F_PATH_CUT = 1u << 0,   /* a path did not fit PCSYS_PATH_MAX */
     PCSYS_F_NOT_REG = 1u << 1,    /* the file is not a regular file (such calls are not sent) */
+    PCSYS_F_SQPOLL = 1u << 2,     /* submitted by an io_uring SQPOLL thread: no user stack */
+    PCSYS_F_IOV_CUT = 1u << 3,    /* a WRITEV with more iovecs than PCSYS_URING_IOVECS */
+    PCSYS_F_FIXED = 1u << 4,      /* an io_uring request on a registered file: arg[2] is its index */
 };
 
 /* frame.status, as struct bpf_stack_build_id's */

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CC = shutil.which("cc") or shutil.which("gcc")
 GO = shutil.which("go") or ("/usr/local/go/bin/go" if Path("/usr/local/go/bin/go").is_file() else None)
 MiB = 1 << 20
+URING = 1 << 9  # the VIA_URING write flag (crates/pcstream-trace/src/filetrace/flags.rs)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="BPF is Linux-only")
 
@@ -404,3 +405,38 @@ def test_unknown_option_before_the_command_is_a_usage_error(tmp_path: Path) -> N
     )
     assert r.returncode == 2 and "--bogus" in r.stderr, r.stderr
     assert not (tmp_path / "t.parquet").exists()
+
+
+@needs_bpf
+def test_io_uring_writes_of_a_shim_process_are_recorded(tmp_path: Path) -> None:
+    """tests/shim/uringwrite.c (dynamic: the shim records its opens, BPF its ring I/O): every byte,
+    flagged VIA_URING, one signature per submitting path, the same in two runs."""
+    if CC is None:
+        pytest.skip("no C compiler")
+    exe = tmp_path / "uringwrite"
+    src = ROOT / "tests" / "shim" / "uringwrite.c"
+    subprocess.run(
+        [CC, "-O1", "-fno-omit-frame-pointer", "-fno-inline", "-o", str(exe), str(src)], check=True
+    )
+    sigs = []
+    for _ in range(2):
+        r = Run(tmp_path, [str(exe)], "--no-coalesce")
+        if r.status == 1:
+            pytest.skip("io_uring is not available (io_uring_setup failed)")
+        assert r.status == 0 and r.stdout == "uringwrite ok\n", r.stderr
+        assert r.meta[tracemeta.KEY_CAPTURE] == "shim+bpf"
+        for name, size in (("a.dat", 64 * 4096), ("b.dat", 128 * 4096)):
+            assert (tmp_path / name).stat().st_size == size
+            assert r.bytes(name) == size, (name, r.stderr)
+            assert all(x["flags"] & URING for x in r.writes(name))
+        assert "used io_uring" not in r.stderr, "no warning of lost ring I/O: BPF recorded it"
+        assert len(r.sigs("a.dat")) == 1 and len(r.sigs("b.dat")) == 1 and r.sigs("a.dat") != r.sigs("b.dat")
+        assert "uring_short" in r.symbols(next(iter(r.sigs("a.dat"))))
+        assert "uring_long" in r.symbols(next(iter(r.sigs("b.dat"))))
+        assert [x["op"] for x in r.rows].count("fsync") == 1
+        sigs.append((r.sigs("a.dat"), r.sigs("b.dat")))
+        info = subprocess.run(
+            [sys.executable, "-m", "pcstream", "info", "--json", str(r.trace)], capture_output=True, text=True
+        )
+        assert json.loads(info.stdout)["io_uring"] == {"writes": 192, "bytes": 192 * 4096}
+    assert sigs[0] == sigs[1]

@@ -14,3 +14,5 @@ pub const VIA_RECOVERED: u32 = 1 << 7;
 /// With [`VIA_STDIO`]: bytes that entered a stdio buffer through inline macros, accounted at the
 /// next flush point.
 pub const VIA_STDIO_INLINE: u32 = 1 << 8;
+/// An io_uring write at its submission (the BPF capture); `len` = the bytes asked for.
+pub const VIA_URING: u32 = 1 << 9;

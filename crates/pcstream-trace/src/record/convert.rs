@@ -12,7 +12,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::coalesce::Coalescer;
 use super::merge::Merge;
-use super::shimlog::{ShimLogs, ShimRecord};
+use super::shimlog::{io_uring_warning, ShimLogs, ShimRecord};
 use crate::blocktrace::TraceMeta;
 use crate::error::TraceError;
 use crate::filetrace::flags::{VIA_RECOVERED, VIA_STDIO_INLINE};
@@ -102,6 +102,11 @@ pub fn write_file_trace_as(
     s.records = writer.finish_with(&meta, &ids.paths, extra)?;
     s.processes = logs.processes.len();
     s.warnings = logs.warnings.clone();
+    if capture.is_some_and(|c| c.contains("bpf")) {
+        // the BPF capture records ring I/O: the shim's "not recorded" does not hold
+        let ring = io_uring_warning(logs.io_uring.len());
+        s.warnings.retain(|w| *w != ring);
+    }
     s.lost_processes = logs.lost.clone();
     s.torn_bytes = logs.torn_bytes;
     s.unplaced_bytes = logs.unplaced_bytes;
@@ -114,6 +119,9 @@ struct PathIds {
     ids: FxHashMap<u64, u32>,
     /// Id → path (`?<hash>` for a hash no `P` line named).
     paths: BTreeMap<u32, String>,
+    /// (dev, ino) → the path id a record last gave that file: the BPF capture leaves the path of
+    /// a file it saw no open of to the logs that did (the shim's, in the same run).
+    by_inode: FxHashMap<(u64, u64), u32>,
 }
 
 impl PathIds {
@@ -139,7 +147,15 @@ impl PathIds {
     /// The file-level event of the record `r`, its paths as ids.
     fn event(&mut self, r: &ShimRecord, logs: &ShimLogs) -> FileEvent {
         let op = FileOp::from_code(r.op).unwrap_or(FileOp::Unknown);
-        let path = self.id(r.path, logs);
+        let mut path = self.id(r.path, logs);
+        let inode = (r.dev, r.ino);
+        if inode != (0, 0) && op != FileOp::Rename && op != FileOp::Unlink {
+            if path != 0 {
+                self.by_inode.insert(inode, path);
+            } else {
+                path = self.by_inode.get(&inode).copied().unwrap_or(0);
+            }
+        }
         let path2 = if op == FileOp::Rename {
             self.id(r.aux, logs)
         } else {
