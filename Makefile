@@ -133,7 +133,7 @@ rocksdb-tools: ## Install db_bench (Debian rocksdb-tools) for the record purity 
 purity: install rocksdb-tools ## Record db_bench with every PC method; purity of the signatures
 	$(BIN)/python -m pcstream.report.purity --run
 
-bench-record: install ## Per-write overhead of pcstream record by PC method and of live hints (median ns/write)
+bench-record: install ## Per-write overhead of pcstream record by PC method, of --via bpf and of live hints (median ns/write)
 	$(BIN)/python tools/bench_record.py
 
 # --- validation of the file-system model against a real ext4 (root: loop device, BPF or tracefs) ---

@@ -22,6 +22,10 @@ char LICENSE[] SEC("license") = "GPL";
 #define BPF_F_USER_STACK_ (1ULL << 8)
 #define BPF_F_USER_BUILD_ID_ (1ULL << 11)
 
+/* Frames asked of the kernel, set by the loader before load: the signature's frames and a few for
+ * the C library's wrappers (each frame's build id costs a lookup). */
+const volatile __u32 stack_frames = PCSYS_MAX_FRAMES;
+
 /* Counters the loader reads at the end. */
 __u64 lost_events = 0;
 
@@ -94,6 +98,16 @@ static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32
     return 0;
 }
 
+/* Wake the loader only when the ring buffer is an eighth full (it also polls every few
+ * milliseconds): a wakeup per event costs the traced program an interrupt-work call per system
+ * call and the loader a wakeup per event, and on a busy machine made it fall behind. */
+static __always_inline __u64 wakeup(void)
+{
+    __u64 avail = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+    __u64 size = bpf_ringbuf_query(&events, BPF_RB_RING_SIZE);
+    return avail > size / 8 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline struct pcsys_event *reserve(void)
 {
     struct pcsys_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -116,7 +130,10 @@ static __always_inline struct pcsys_event *reserve(void)
 
 static __always_inline void take_stack(void *ctx, struct pcsys_event *e)
 {
-    long n = bpf_get_stack(ctx, e->frames, sizeof(e->frames), BPF_F_USER_STACK_ | BPF_F_USER_BUILD_ID_);
+    __u32 want = stack_frames;
+    if (want > PCSYS_MAX_FRAMES)
+        want = PCSYS_MAX_FRAMES;
+    long n = bpf_get_stack(ctx, e->frames, want * sizeof(struct pcsys_frame), BPF_F_USER_STACK_ | BPF_F_USER_BUILD_ID_);
     e->nframes = n > 0 ? (int)(n / sizeof(struct pcsys_frame)) : 0;
 }
 
@@ -285,7 +302,7 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx)
     }
     if (p.kind != PCSYS_CLOSE)
         take_stack(ctx, e);
-    bpf_ringbuf_submit(e, 0);
+    bpf_ringbuf_submit(e, wakeup());
     return 0;
 }
 
@@ -450,7 +467,7 @@ int BPF_PROG(on_uring_submit, struct io_kiocb *req)
         e->flags |= PCSYS_F_SQPOLL; /* the SQPOLL thread: its stack is not the submitter's */
     else
         take_stack(ctx, e);
-    bpf_ringbuf_submit(e, 0);
+    bpf_ringbuf_submit(e, wakeup());
     return 0;
 }
 
@@ -470,7 +487,7 @@ static __always_inline void proc_event(__u32 kind, __u32 pid, __u32 ppid, long r
     for (int i = 0; i < 6; i++)
         e->arg[i] = 0;
     e->path[0][0] = 0;
-    bpf_ringbuf_submit(e, 0);
+    bpf_ringbuf_submit(e, wakeup());
 }
 
 SEC("tp_btf/sched_process_fork")
@@ -515,7 +532,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
     e->path_len[0] = n > 0 ? (__u16)(n - 1) : 0;
     if (n == PCSYS_PATH_MAX)
         e->flags |= PCSYS_F_PATH_CUT;
-    bpf_ringbuf_submit(e, 0);
+    bpf_ringbuf_submit(e, wakeup());
     return 0;
 }
 

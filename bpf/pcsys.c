@@ -38,6 +38,9 @@
 #include "pcsys.skel.h"
 
 #define MAX_PIDS 64
+/* How often the ring buffer is read without a wakeup (the program wakes us when it is an eighth
+ * full). */
+#define POLL_MS 10
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
@@ -163,6 +166,8 @@ static int open_program(const struct args *a, struct pcsys_bpf **skel_out)
     struct pcsys_bpf *skel = pcsys_bpf__open();
     if (!skel)
         return fail_load("cannot open the BPF program", errno ? errno : EINVAL);
+    /* the signature's frames, and room for the C library's wrappers skipped before them */
+    skel->rodata->stack_frames = (unsigned)a->frames + 4 < PCSYS_MAX_FRAMES ? (unsigned)a->frames + 4 : PCSYS_MAX_FRAMES;
     int err = bpf_map__set_max_entries(skel->maps.events, a->rb_mib << 20);
     if (!err)
         err = pcsys_bpf__load(skel);
@@ -248,7 +253,7 @@ static void run(const struct args *a, struct ring_buffer *rb, pid_t child, int *
 {
     double until = a->duration > 0 ? now_s() + a->duration : 0;
     for (;;) {
-        int n = ring_buffer__poll(rb, 100);
+        int n = ring_buffer__poll(rb, POLL_MS);
         if (n < 0 && n != -EINTR) {
             fprintf(stderr, "pcsys-capture: reading the ring buffer: %s\n", strerror(-n));
             break;
@@ -287,7 +292,7 @@ static int exit_status(int ws) { return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : W
 
 int main(int argc, char **argv)
 {
-    struct args a = {.rb_mib = 16, .frames = 12};
+    struct args a = {.rb_mib = 64, .frames = 12};
     int status = parse_args(argc, argv, &a);
     if (status >= 0)
         return status;
