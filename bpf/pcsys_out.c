@@ -604,7 +604,7 @@ void out_finish(uint64_t lost)
     if (lost && g_images) {
         char line[160];
         int n = snprintf(line, sizeof line,
-                         "W bpf: %llu events lost (the ring buffer was full); a larger --ringbuf-mib keeps them\n",
+                         "W bpf: %llu events lost (the ring buffer was full: the capture fell behind the program)\n",
                          (unsigned long long)lost);
         struct image *im = g_images;
         while (im && !im->has_files)
