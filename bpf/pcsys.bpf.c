@@ -89,8 +89,13 @@ static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32
     if (follow_state((__u32)(id >> 32)) != PCSYS_FOLLOW)
         return 0;
     struct pending p = {.kind = kind, .flags = variant};
-    for (int i = 0; i < 6; i++)
-        p.arg[i] = BPF_CORE_READ(ctx, args[i]);
+    /* tracepoint context fields at constant offsets (a variable one is refused) */
+    p.arg[0] = ctx->args[0];
+    p.arg[1] = ctx->args[1];
+    p.arg[2] = ctx->args[2];
+    p.arg[3] = ctx->args[3];
+    p.arg[4] = ctx->args[4];
+    p.arg[5] = ctx->args[5];
     if (kind == PCSYS_CLOSE && fd_file((int)p.arg[0], &p.file) != 0)
         return 0;
     __u32 tid = (__u32)id;
@@ -281,7 +286,7 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx)
         return 0;
     struct pending p = *pp;
     bpf_map_delete_elem(&inflight, &tid);
-    long ret = BPF_CORE_READ(ctx, ret);
+    long ret = ctx->ret;
     if (ret < 0)
         return 0;
     struct pcsys_event *e = reserve();
@@ -350,9 +355,9 @@ SEC("tracepoint/raw_syscalls/sys_enter")
 int on_sys_enter(struct trace_event_raw_sys_enter *ctx)
 {
     __u32 kind, variant;
-    if (!classify(BPF_CORE_READ(ctx, id), &kind, &variant))
+    if (!classify(ctx->id, &kind, &variant))
         return 0;
-    if (kind == PCSYS_SET_HINT && BPF_CORE_READ(ctx, args[1]) != F_SET_RW_HINT)
+    if (kind == PCSYS_SET_HINT && ctx->args[1] != F_SET_RW_HINT)
         return 0;
     return on_enter(ctx, kind, variant);
 }

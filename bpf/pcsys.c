@@ -65,8 +65,10 @@ static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_li
 static int fail_load(const char *what, int err)
 {
     const char *hint = "";
-    if (err == EPERM || err == EACCES)
+    if (err == EPERM || (err == EACCES && geteuid() != 0))
         hint = " (needs root: CAP_BPF and CAP_PERFMON)";
+    else if (err == EACCES)
+        hint = " (the verifier refused it: --verbose prints its log)";
     else if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
         hint = " (the kernel has no BTF: /sys/kernel/btf/vmlinux is missing)";
     fprintf(stderr, "pcsys-capture: %s: %s%s%s%s\n", what, strerror(err), hint, g_last[0] ? "; libbpf: " : "",
