@@ -35,6 +35,10 @@
  *                                                    bytes the shim knows of but could not place
  *       E <records>\n                                the process image ended cleanly having logged
  *                                                    <records> records (absent: killed, records lost)
+ *
+ * The BPF capture (bpf/pcsys*.c, its events in pcsys.h) writes the same files for the processes it
+ * records, named <pid>.<start_ns>.bpf.bin and .bpf.txt, in the same directory; its .txt may also
+ * hold "W captured: <program>" (a program it recorded because the shim cannot enter it).
  */
 #ifndef PCSHIM_H
 #define PCSHIM_H
