@@ -45,7 +45,7 @@ struct {
 /* A call in progress: what sys_enter kept for sys_exit. */
 struct pending {
     __u32 kind;
-    __u32 flags;
+    __u32 variant; /* see classify() */
     __u64 arg[6];
     struct pcsys_file file; /* close: the file before it goes */
 };
@@ -88,7 +88,7 @@ static __always_inline int on_enter(struct trace_event_raw_sys_enter *ctx, __u32
     __u64 id = bpf_get_current_pid_tgid();
     if (follow_state((__u32)(id >> 32)) != PCSYS_FOLLOW)
         return 0;
-    struct pending p = {.kind = kind, .flags = variant};
+    struct pending p = {.kind = kind, .variant = variant};
     /* tracepoint context fields at constant offsets (a variable one is refused) */
     p.arg[0] = ctx->args[0];
     p.arg[1] = ctx->args[1];
@@ -232,21 +232,22 @@ static __always_inline int fill_kind(struct pcsys_event *e, const struct pending
 {
     switch (p->kind) {
     case PCSYS_OPEN:
-        if (p->flags == 2) { /* openat2: flags in struct open_how */
+        if (p->variant == 2) { /* openat2: flags in struct open_how */
             __u64 fl = 0;
             bpf_probe_read_user(&fl, sizeof fl, (const void *)p->arg[2]);
             e->off = fl;
         } else {
-            e->off = p->arg[p->flags == 1 ? 2 : 1];
+            e->off = p->arg[p->variant == 1 ? 2 : 1];
         }
-        user_path(e, 0, p->arg[1]);
-        if (p->flags == 0) { /* open(path, flags, mode): as openat(AT_FDCWD, ...) */
+        if (p->variant == 0) { /* open(path, flags, mode): as openat(AT_FDCWD, ...) */
             user_path(e, 0, p->arg[0]);
             e->arg[0] = (__u64)(long)AT_FDCWD;
+        } else {
+            user_path(e, 0, p->arg[1]);
         }
         return 0;
     case PCSYS_RENAME:
-        if (p->flags == 0) { /* rename(old, new) */
+        if (p->variant == 0) { /* rename(old, new) */
             user_path(e, 0, p->arg[0]);
             user_path(e, 1, p->arg[1]);
             e->arg[0] = e->arg[2] = (__u64)(long)AT_FDCWD;
@@ -256,7 +257,7 @@ static __always_inline int fill_kind(struct pcsys_event *e, const struct pending
         }
         return 0;
     case PCSYS_UNLINK:
-        if (p->flags == 0) {
+        if (p->variant == 0) {
             user_path(e, 0, p->arg[0]);
             e->arg[0] = (__u64)(long)AT_FDCWD;
         } else {

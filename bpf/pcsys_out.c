@@ -142,7 +142,7 @@ static void image_end(struct image *im)
 }
 
 /* Is `exe` an image the shim cannot enter (auto records those)? */
-static int unreachable(const char *exe, const struct pcsys_event *exec)
+static int shim_cannot_enter(const char *exe, const struct pcsys_event *exec)
 {
     if (exec && (exec->arg[0] != exec->arg[1] || exec->arg[2] != exec->arg[3]))
         return 1; /* set-user/group-id: secure execution, LD_PRELOAD ignored */
@@ -217,7 +217,7 @@ void out_attach(uint32_t pid)
         return;
     const char *e = proc_link(pid, "exe", exe, sizeof exe);
     char cwd[PATH_MAX];
-    image_new(pid, 0, e, getcwd(cwd, sizeof cwd), !g_o.only_unreachable || unreachable(e, NULL));
+    image_new(pid, 0, e, getcwd(cwd, sizeof cwd), !g_o.only_unreachable || shim_cannot_enter(e, NULL));
 }
 
 /* ---------- paths ---------- */
@@ -527,7 +527,7 @@ static int on_fork(const struct pcsys_event *e)
         image_end(old);
     char exe[PATH_MAX];
     const char *x = parent ? parent->exe : proc_link(e->pid, "exe", exe, sizeof exe);
-    int recorded = parent ? parent->recorded : !g_o.only_unreachable || unreachable(x, NULL);
+    int recorded = parent ? parent->recorded : !g_o.only_unreachable || shim_cannot_enter(x, NULL);
     proc_record(parent, e, PCSHIM_OP_FORK, e->pid, 0);
     image_new(e->pid, e->ppid, x, parent ? parent->cwd : NULL, recorded);
     return !recorded;
@@ -551,7 +551,7 @@ static int on_exec(const struct pcsys_event *e)
         ppid = old->ppid;
         image_end(old);
     }
-    int recorded = !g_o.only_unreachable || unreachable(exe, e);
+    int recorded = !g_o.only_unreachable || shim_cannot_enter(exe, e);
     struct image *im = image_new(e->pid, ppid, exe, cwd, recorded);
     if (im && recorded && g_o.only_unreachable) {
         /* the shim's "W static:" for this exec is then not a loss: say it was captured here */
