@@ -16,6 +16,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define S_IFMT 0170000
 #define S_IFREG 0100000
+#define S_IFDIR 0040000
 #define AT_FDCWD -100
 #define F_SET_RW_HINT 1036
 #define AT_REMOVEDIR 0x200
@@ -302,8 +303,12 @@ static __always_inline int on_exit(struct trace_event_raw_sys_exit *ctx)
         bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
         return 0;
     }
-    if (e->flags & PCSYS_F_NOT_REG) {
+    if ((e->flags & PCSYS_F_NOT_REG) && !(p.kind == PCSYS_OPEN && (e->file.mode & S_IFMT) == S_IFDIR)) {
         bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP); /* a pipe, a tty, a socket, a device */
+        return 0;
+    }
+    if (e->flags & PCSYS_F_NOT_REG) { /* a directory opened: the loader resolves paths against it */
+        bpf_ringbuf_submit(e, wakeup());
         return 0;
     }
     if (p.kind != PCSYS_CLOSE)

@@ -29,6 +29,7 @@
 #define AT_FDCWD_ -100
 #define FALLOC_FL_PUNCH_HOLE_ 0x02
 #define IMAGE_BUFFER 256 /* records kept before an append */
+#define DIR_FDS 16       /* directory descriptors remembered per image */
 
 /* A small set of 64-bit hashes (0 never stored). */
 struct set {
@@ -77,6 +78,10 @@ struct image {
     int nbuf;
     uint64_t records;
     struct set paths, sigs;
+    /* directories the image opened, by fd (for paths relative to a directory descriptor once
+     * the process is gone) */
+    int ndirs;
+    struct { int fd; char *path; } dirs[DIR_FDS];
     struct image *next;
 };
 
@@ -136,6 +141,8 @@ static void image_end(struct image *im)
     *pp = im->next;
     free(im->exe);
     free(im->cwd);
+    for (int i = 0; i < im->ndirs; i++)
+        free(im->dirs[i].path);
     free(im->paths.v);
     free(im->sigs.v);
     free(im);
@@ -265,10 +272,43 @@ static int fd_path(uint32_t pid, int fd, uint64_t dev, uint64_t ino, char *out, 
     return stat(name, &st) == 0 && st.st_ino == ino && st.st_dev == user_dev(dev);
 }
 
+/* The directory the image opened as `fd` (NULL: none known). */
+static const char *dir_of(const struct image *im, int fd)
+{
+    for (int i = 0; i < im->ndirs; i++)
+        if (im->dirs[i].fd == fd)
+            return im->dirs[i].path;
+    return NULL;
+}
+
+static void resolve(uint32_t pid, long dirfd, const char *p, char *out, size_t cap);
+
+/* A directory opened as `fd`: remembered (the oldest one forgotten when full). */
+static void learn_dir(struct image *im, const struct pcsys_event *e)
+{
+    char p[PATH_MAX];
+    resolve(e->pid, (long)e->arg[0], e->path[0], p, sizeof p);
+    int i = 0;
+    while (i < im->ndirs && im->dirs[i].fd != (int)e->ret)
+        i++;
+    if (i == DIR_FDS) {
+        free(im->dirs[0].path);
+        memmove(im->dirs, im->dirs + 1, (DIR_FDS - 1) * sizeof im->dirs[0]);
+        i = DIR_FDS - 1;
+    } else if (i < im->ndirs) {
+        free(im->dirs[i].path);
+    } else {
+        im->ndirs++;
+    }
+    im->dirs[i].fd = (int)e->ret;
+    im->dirs[i].path = strdup(p);
+}
+
 /* `p` (relative to `dirfd` of `pid`) as an absolute path: its directory made canonical when it
  * exists, the last component kept. */
 static void resolve(uint32_t pid, long dirfd, const char *p, char *out, size_t cap)
 {
+    dirfd = (int)dirfd; /* an int in a 64-bit register: AT_FDCWD arrives as 0xffffff9c */
     char base[PATH_MAX] = "", joined[2 * PATH_MAX + 2], dir[PATH_MAX];
     if (p[0] != '/') {
         char what[32];
@@ -277,7 +317,10 @@ static void resolve(uint32_t pid, long dirfd, const char *p, char *out, size_t c
         else
             snprintf(what, sizeof what, "fd/%ld", dirfd);
         struct image *im = image_of(pid);
-        if (proc_link(pid, what, base, sizeof base))
+        const char *dir = im && dirfd != AT_FDCWD_ ? dir_of(im, (int)dirfd) : NULL;
+        if (dir)
+            snprintf(base, sizeof base, "%s", dir);
+        else if (proc_link(pid, what, base, sizeof base))
             ;
         else if (dirfd != AT_FDCWD_)
             snprintf(base, sizeof base, "/proc/%u/%s", pid, what);
@@ -476,6 +519,11 @@ static void path_call(struct image *im, const struct pcsys_event *e)
 
 static void syscall_event(struct image *im, const struct pcsys_event *e)
 {
+    if (e->flags & PCSYS_F_NOT_REG) {
+        if (e->kind == PCSYS_OPEN)
+            learn_dir(im, e);
+        return;
+    }
     if (e->kind == PCSYS_RENAME || e->kind == PCSYS_UNLINK) {
         path_call(im, e);
         return;

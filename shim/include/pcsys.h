@@ -91,7 +91,8 @@ enum pcsys_follow {
 /* event.flags */
 enum pcsys_flags {
     PCSYS_F_PATH_CUT = 1u << 0,   /* a path did not fit PCSYS_PATH_MAX */
-    PCSYS_F_NOT_REG = 1u << 1,    /* the file is not a regular file (such calls are not sent) */
+    PCSYS_F_NOT_REG = 1u << 1,    /* not a regular file: only opens of directories are sent so (the
+                                   * loader resolves relative paths against directory fds) */
     PCSYS_F_SQPOLL = 1u << 2,     /* submitted by an io_uring SQPOLL thread: no user stack */
     PCSYS_F_IOV_CUT = 1u << 3,    /* a WRITEV with more iovecs than PCSYS_URING_IOVECS */
     PCSYS_F_FIXED = 1u << 4,      /* an io_uring request on a registered file: arg[2] is its index */

@@ -440,3 +440,59 @@ def test_io_uring_writes_of_a_shim_process_are_recorded(tmp_path: Path) -> None:
         )
         assert json.loads(info.stdout)["io_uring"] == {"writes": 192, "bytes": 192 * 4096}
     assert sigs[0] == sigs[1]
+
+
+@needs_bpf
+def test_file_calls_are_the_shims_under_bpf(tmp_path: Path) -> None:
+    """The calls of one file, recorded by BPF alone, as the shim records them: ops, offsets,
+    lengths and paths (a relative path through a directory descriptor, a rename's new path)."""
+    script = textwrap.dedent(
+        """\
+        import os
+        d = os.open("sub", os.O_RDONLY | os.O_DIRECTORY)
+        fd = os.open("a.dat", os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644, dir_fd=d)
+        os.write(fd, b"x" * 100)
+        os.pwrite(fd, b"y" * 50, 1000)
+        os.writev(fd, [b"z" * 10, b"w" * 20])
+        os.fsync(fd)
+        os.ftruncate(fd, 500)
+        os.close(fd)
+        os.rename("sub/a.dat", "sub/b.dat")
+        os.unlink("sub/b.dat")
+        """
+    )
+    (tmp_path / "sub").mkdir()
+    sub = str((tmp_path / "sub").resolve())
+
+    def calls(via: str) -> list[tuple[Any, ...]]:
+        r = Run(tmp_path, [sys.executable, "-c", script], "--via", via, "--no-coalesce")
+        assert r.status == 0, r.stderr
+        mine = [x for x in r.rows if x["path"] and r.paths[x["path"]].startswith(sub + "/")]
+        return [
+            (x["op"], x["offset"], x["len"], r.paths[x["path"]], r.paths.get(x["path2"], "")) for x in mine
+        ]
+
+    shim, bpf = calls("shim"), calls("bpf")
+    a, b = f"{sub}/a.dat", f"{sub}/b.dat"
+    assert [c for c in bpf if c[0] == "write"] == [
+        ("write", 0, 100, a, ""),
+        ("write", 1000, 50, a, ""),
+        ("write", 100, 30, a, ""),
+    ], bpf
+    assert [c[0] for c in bpf] == [
+        "open",
+        "write",
+        "write",
+        "write",
+        "fsync",
+        "truncate",
+        "close",
+        "rename",
+        "unlink",
+    ]
+    assert (
+        ("truncate", 500, 0, a, "") in bpf
+        and ("rename", 0, 0, a, b) in bpf
+        and ("unlink", 0, 0, b, "") in bpf
+    )
+    assert [c for c in shim if c[0] == "write"] == [c for c in bpf if c[0] == "write"]
