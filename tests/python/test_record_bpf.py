@@ -496,3 +496,20 @@ def test_file_calls_are_the_shims_under_bpf(tmp_path: Path) -> None:
         and ("unlink", 0, 0, b, "") in bpf
     )
     assert [c for c in shim if c[0] == "write"] == [c for c in bpf if c[0] == "write"]
+
+
+@needs_bpf
+def test_auto_falls_back_to_the_shim_when_the_capture_cannot_attach(tmp_path: Path) -> None:
+    """A loader that fails to attach (exit 3, before running the command, as pcsys-capture does)
+    leaves auto to the shim alone, with one warning; --via bpf then fails with one line."""
+    fake = tmp_path / "fake-capture"
+    fake.write_text("#!/bin/sh\necho 'pcsys-capture: cannot attach: simulated' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, **{bpfrun.CAPTURE_ENV: str(fake)})
+    script = "open('f.dat', 'w').write('abc')"
+    r = Run(tmp_path, [sys.executable, "-c", script], env=env)
+    assert r.status == 0, r.stderr
+    assert r.meta[tracemeta.KEY_CAPTURE] == "shim" and r.bytes("f.dat") == 3
+    assert len([w for w in r.warnings() if "could not attach" in w]) == 1, r.stderr
+    b = Run(tmp_path, [sys.executable, "-c", script], "--via", "bpf", env=env)
+    assert b.status == 1 and "could not attach" in b.stderr.splitlines()[-1], b.stderr
