@@ -115,7 +115,7 @@ SHIM_SO := python/pcstream/_shim/pcshim.so
 # and to static inline helpers in shim.h, which would move most of util.c and logs.c into it.
 SHIM_CFLAGS := -O2 -g -fPIC -shared -fno-omit-frame-pointer -fvisibility=hidden -flto -Wall -Wextra -Werror -Ishim/include
 SHIM_SRCS := $(sort $(wildcard shim/src/*.c))
-SHIM_HDRS := $(wildcard shim/src/*.h) shim/include/pcshim.h
+SHIM_HDRS := $(wildcard shim/src/*.h) shim/include/pcshim.h shim/include/pchash.h
 
 .PHONY: shim
 install: shim
@@ -133,7 +133,7 @@ rocksdb-tools: ## Install db_bench (Debian rocksdb-tools) for the record purity 
 purity: install rocksdb-tools ## Record db_bench with every PC method; purity of the signatures
 	$(BIN)/python -m pcstream.report.purity --run
 
-bench-record: install ## Per-write overhead of pcstream record by PC method and of live hints (median ns/write)
+bench-record: install ## Per-write overhead of pcstream record by PC method, of --via bpf and of live hints (median ns/write)
 	$(BIN)/python tools/bench_record.py
 
 # --- validation of the file-system model against a real ext4 (root: loop device, BPF or tracefs) ---
@@ -177,6 +177,8 @@ results: install ## Compare all policies on the bundled suite; docs/RESULTS.md, 
 # loader with libbpf. Without BTF or clang the target says why and skips: record --block then
 # falls back to tracefs (no PCs, no hints in the real block trace).
 BPF_BIN := python/pcstream/_bpf/pcbio-capture
+# record --via bpf|auto: the capture at the system-call boundary (bpf/pcsys*, shim/include/pcsys.h)
+SYS_BIN := python/pcstream/_bpf/pcsys-capture
 BPF_BUILD := target/bpf
 BPFTOOL ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
 BPF_CLANG ?= clang
@@ -186,7 +188,7 @@ BPF_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e '
 
 .PHONY: bpf
 install: bpf
-bpf: ## Build the BPF bio capture of record --block (skipped, saying why, without BTF or clang)
+bpf: ## Build the BPF captures: bios (record --block) and system calls (record --via bpf|auto); skipped, saying why, without BTF or clang
 	@if [ ! -r $(BPF_BTF) ]; then \
 	  echo "bpf: skipped: the kernel has no BTF ($(BPF_BTF)); record --block will use tracefs"; \
 	  exit 0; fi; \
@@ -205,7 +207,7 @@ bpf: ## Build the BPF bio capture of record --block (skipped, saying why, withou
 	    echo "bpf: skipped: $${need##*:} is not available; record --block will use tracefs"; exit 0; }; done; \
 	for h in bpf/libbpf.h libelf.h zlib.h; do [ -e /usr/include/$$h ] || { \
 	  echo "bpf: skipped: /usr/include/$$h is missing; record --block will use tracefs"; exit 0; }; done; \
-	$(MAKE) --no-print-directory $(BPF_BIN)
+	$(MAKE) --no-print-directory $(BPF_BIN) $(SYS_BIN)
 
 $(BPF_VMLINUX):
 	@mkdir -p $(dir $@)
@@ -222,6 +224,20 @@ $(BPF_BUILD)/pcbio.skel.h: $(BPF_BUILD)/pcbio.bpf.o
 $(BPF_BIN): bpf/pcbio.c bpf/pcbio.h $(BPF_BUILD)/pcbio.skel.h
 	@mkdir -p $(dir $@)
 	cc -O2 -g -Wall -Wextra -Werror -I$(BPF_BUILD) -Ibpf -o $@ bpf/pcbio.c -lbpf -lelf -lz
+
+$(BPF_BUILD)/pcsys.bpf.o: bpf/pcsys.bpf.c shim/include/pcsys.h $(BPF_VMLINUX)
+	cp $(BPF_VMLINUX) $(BPF_BUILD)/vmlinux.h
+	$(BPF_CLANG) -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -I$(BPF_BUILD) -Ishim/include \
+	  -c bpf/pcsys.bpf.c -o $@
+
+$(BPF_BUILD)/pcsys.skel.h: $(BPF_BUILD)/pcsys.bpf.o
+	$(BPFTOOL) gen skeleton $< name pcsys_bpf > $@.tmp && mv $@.tmp $@
+
+SYS_SRCS := bpf/pcsys.c bpf/pcsys_out.c bpf/pcsys_frames.c
+$(SYS_BIN): $(SYS_SRCS) bpf/pcsys_loader.h shim/include/pcsys.h shim/include/pcshim.h shim/include/pchash.h \
+  $(BPF_BUILD)/pcsys.skel.h
+	@mkdir -p $(dir $@)
+	cc -O2 -g -Wall -Wextra -Werror -I$(BPF_BUILD) -Ishim/include -Ibpf -o $@ $(SYS_SRCS) -lbpf -lelf -lz
 
 # --- fuzzing: coverage-guided (AFL++ through cargo-afl, stable Rust); docs/HARDENING.md ---
 FUZZ_SECONDS ?= 600

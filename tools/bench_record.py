@@ -2,7 +2,10 @@
 
 Builds tests/shim/overhead.c (N x 64-byte pwrite from a 10-deep call chain, frame pointers kept)
 and runs it: without the shim, with the shim loaded but inert (no PCSHIM_DIR: interposition only),
-under ``pcstream record --method M --no-symbols`` for every method, and with live hints (the
+under ``pcstream record --via shim --method M --no-symbols`` for every method, under
+``pcstream record --via bpf`` (the BPF capture: as root with it built; its cost in the program is
+the BPF program run in the program's system calls, the loader's work is in its own process), and
+with live hints (the
 shim as ``pcstream run`` starts it: ``PCSHIM_HINTS``, no logs) with the write's PC in the table
 (its hint set once, then found in the per-inode cache) and not in it (NOT_SET, likewise), for
 the fp and auto methods; each configuration
@@ -21,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from pcstream.record import bpfrun
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "tests" / "shim" / "overhead.c"
@@ -77,12 +82,18 @@ def main(argv: list[str] | None = None) -> int:
             "no shim": (prog, None),
             "shim loaded, inert": (prog, inert),
         }
+        rec = [sys.executable, "-m", "pcstream", "record", "-o", str(work / "t.parquet"), "--no-symbols"]
         for m in METHODS:
-            rec = [sys.executable, "-m", "pcstream", "record", "-o", str(work / "t.parquet"), "--no-symbols"]
             configs[f"record --method {m}"] = (
-                [*rec, "--method", m, "--frames", str(a.frames), "--", *prog],
+                [*rec, "--via", "shim", "--method", m, "--frames", str(a.frames), "--", *prog],
                 None,
             )
+        missing = bpfrun.missing()
+        if missing is None:
+            bpf = [*rec, "--via", "bpf", "--frames", str(a.frames), "--", *prog]
+            configs["record --via bpf"] = (bpf, None)
+        else:
+            print(f"bench-record: no --via bpf row: {missing[0]}", file=sys.stderr)
         for m in ("fp", "auto"):
             hit, miss = live_tables(prog, work, m, a.frames)
             for what, table in (("in table", hit), ("unknown", miss)):

@@ -58,9 +58,12 @@ def bench(
 ) -> str:
     """Engine throughput benchmark; returns JSON (page_ops_per_s, host_pages_per_s, peak_rss_bytes, ...)."""
 
-def record_convert(logdir: str, out: str, source: str, options: RecordOptions) -> str:
+def record_convert(
+    logdir: str, out: str, source: str, options: RecordOptions, capture: str | None = None
+) -> str:
     """Convert the shim logs in ``logdir`` into the file-level trace ``out`` as ``options`` say
-    (its ``coalesce`` is read: fold runs of small contiguous writes); JSON summary (records,
+    (its ``coalesce`` is read: fold runs of small contiguous writes), with ``pcstream.capture`` =
+    ``capture`` when given; JSON summary (records,
     writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
     coalesced_writes)."""
 

@@ -148,12 +148,15 @@ def bench(options: SimOptions, *, policy: str = "baseline", pages: int = 0) -> J
     return _decode(engine().bench(ssd=o.ssd, policy=policy, pages=pages, timing=o.timing, seed=o.seed))
 
 
-def record_convert(logdir: str, out: str, source: str, options: RecordOptions) -> Json:
+def record_convert(
+    logdir: str, out: str, source: str, options: RecordOptions, capture: str | None = None
+) -> Json:
     """Convert the shim logs in ``logdir`` into the file-level trace ``out``; returns {records,
     writes, write_bytes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
     coalesced_writes}. Of ``options`` the engine reads ``coalesce``: fold runs of small
-    contiguous writes (docs/RECORD.md)."""
-    return _decode(engine().record_convert(logdir, out, source, options))
+    contiguous writes (docs/RECORD.md). ``capture``: the trace's ``pcstream.capture`` (shim, bpf,
+    shim+bpf; None: not written)."""
+    return _decode(engine().record_convert(logdir, out, source, options, capture))
 
 
 def import_trace(

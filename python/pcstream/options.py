@@ -23,6 +23,8 @@ from pcstream.aging import Aging
 
 # The stack walks a PC signature can be made with (``record``'s ``method``).
 METHODS: tuple[str, ...] = ("auto", "fp", "unwind", "scan")
+# How record captures (docs/RECORD.md, "BPF capture").
+VIAS: tuple[str, ...] = ("auto", "shim", "bpf")
 # The largest number of return addresses hashed into a signature.
 MAX_FRAMES = 64
 # The SSD preset whose logical size is the default file-system size of a mapping: the default
@@ -223,6 +225,15 @@ class RecordOptions:
         "auto",
     )
     frames: int = option(Spec(help="Return addresses hashed into a signature.", low=1, high=MAX_FRAMES), 12)
+    via: str = option(
+        Spec(
+            help="Capture with the LD_PRELOAD shim (shim), with BPF at the system-call boundary (bpf: root, "
+            "sees static and Go programs), or both (auto: the shim, plus BPF for the programs the shim "
+            "cannot enter; without root or BPF the shim alone, with a warning).",
+            choices=VIAS,
+        ),
+        "auto",
+    )
     keep_logs: str | None = option(
         Spec(
             help="Keep the raw shim logs in DIR (default: a temporary directory, removed).",

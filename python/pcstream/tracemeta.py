@@ -33,6 +33,8 @@ KEY_PATHS: str
 # The aged state (``map --age``): the trace's first rows and their pages.
 KEY_AGED_ROWS: str
 KEY_AGED_PAGES: str
+# How a recorded file-level trace was captured: shim, bpf or shim+bpf.
+KEY_CAPTURE: str
 
 
 def _fill() -> dict[str, str]:

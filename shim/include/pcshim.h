@@ -31,7 +31,8 @@
  *                                                    logs see none
  *       W <text>\n                                   a warning (unwind unavailable, too many mappings,
  *                                                    ...); "W io_uring: ..." once per process image
- *                                                    that set up an io_uring (its ring I/O is not seen);
+ *                                                    that set up an io_uring (its ring I/O is not seen
+ *                                                    by the shim; the BPF capture records it);
  *                                                    "W static: <path>" for an exec of a statically
  *                                                    linked program (the shim cannot enter it);
  *                                                    "W mmap: <bytes> <path>" for a shared writable
@@ -43,6 +44,10 @@
  *                                                    (pcshim_hint_flags)
  *       E <records>\n                                the process image ended cleanly having logged
  *                                                    <records> records (absent: killed, records lost)
+ *
+ * The BPF capture (bpf/pcsys*.c, its events in pcsys.h) writes the same files for the processes it
+ * records, named <pid>.<start_ns>.bpf.bin and .bpf.txt, in the same directory; its .txt may also
+ * hold "W captured: <program>" (a program it recorded because the shim cannot enter it).
  */
 #ifndef PCSHIM_H
 #define PCSHIM_H
@@ -96,6 +101,10 @@ enum pcshim_write_via {
     PCSHIM_VIA_DIRECT = 1u << 9,       /* with any of the above: the file description had O_DIRECT
                                         * (from open, or set by fcntl F_SETFL) at the call: the
                                         * bytes bypassed the page cache */
+    PCSHIM_VIA_URING = 1u << 10,       /* an io_uring write (IORING_OP_WRITE, WRITEV, WRITE_FIXED) at its
+                                        * submission, len = the bytes asked for (the BPF capture,
+                                        * shim/include/pcsys.h); pc = the submitting thread's call path
+                                        * (0 for an SQPOLL submission) */
 };
 
 /* flags of PCSHIM_OP_SET_HINT (0: the kernel accepted the hint). */

@@ -96,6 +96,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#include "pchash.h"
 #include "pcshim.h"
 
 /* Everything declared from here to the end of this header is hidden (the build's

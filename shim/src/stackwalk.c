@@ -180,11 +180,10 @@ __attribute__((noinline)) uint64_t signature(struct tbuf *b, uint16_t *nframes)
             n = walk_unwind(t, pcs, sg, g_frames);
         break;
     }
-    uint64_t h = 0x9e3779b97f4a7c15ULL;
+    uint64_t h = PC_SIG_SEED;
     for (int i = 0; i < n; i++) {
         struct seg *s = sg[i];
-        uint64_t off = s ? pcs[i] - s->bias : pcs[i];
-        h = mix64(h ^ mix64((s ? s->module : 0) + 0x632be59bd9b4e019ULL * off));
+        h = pc_sig_step(h, s ? s->module : 0, s ? pcs[i] - s->bias : pcs[i]);
     }
     if (!h)
         h = 1;

@@ -11,27 +11,9 @@ long sc(long n, long a, long b, long c, long d)
 }
 
 /* ---------- small helpers ---------- */
-uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
+uint64_t mix64(uint64_t x) { return pc_mix64(x); }
 
-uint64_t hash_bytes(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ULL;
-    }
-    h = mix64(h);
-    return h ? h : 1;
-}
+uint64_t hash_bytes(const void *p, size_t n) { return pc_hash_bytes(p, n); }
 
 uint64_t now_ns(void)
 {

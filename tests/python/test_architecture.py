@@ -340,7 +340,7 @@ def test_one_page_size_and_one_definition_of_each_footer_key() -> None:
     from pcstream import tracemeta, units
 
     keys = {value for name, value in vars(tracemeta).items() if name.startswith("KEY_")}
-    assert units.PAGE_BYTES == 4096 and tracemeta.KEY_PCS == "pcstream.pcs" and len(keys) == 10
+    assert units.PAGE_BYTES == 4096 and tracemeta.KEY_PCS == "pcstream.pcs" and len(keys) == 11
     assert len(rust_key_literals(KEYS_RS.read_text(encoding="utf-8"), keys)) == len(keys)
     found = []
     for path in files_under(ROOT / "crates", (".rs",)):

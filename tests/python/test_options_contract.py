@@ -38,6 +38,8 @@ CLI_ONLY: dict[str, dict[str, str]] = {
     "record": {
         "output": "the trace (or directory) to write: an argument of the recording of its own",
         "as_json": "how the capture summary is printed",
+        "pids": "what is recorded (running processes instead of a command): attach.record_pids's argument",
+        "duration": "how long running processes are recorded: attach.record_pids's argument",
     },
 }
 

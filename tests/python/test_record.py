@@ -459,9 +459,10 @@ def test_exit_from_another_thread_while_threads_write(progs: dict[str, Path], tm
 
 
 def test_static_programs_are_warned_about(progs: dict[str, Path], tmp_path: Path) -> None:
+    """The shim alone (under --via auto with root, BPF records them: test_record_bpf.py)."""
     if "static_writer" not in progs:
         pytest.skip("no static libc (libc6-dev) to link a static program")
-    r = record(tmp_path, [str(progs["runstatic"]), str(progs["static_writer"]), "true"])
+    r = record(tmp_path, [str(progs["runstatic"]), str(progs["static_writer"]), "true"], "--via", "shim")
     assert r.status == 0, r.stderr
     assert (tmp_path / "sw.dat").read_bytes() == b"static"
     # posix_spawn and execv of one program: two execs, one warning naming it once.

@@ -319,9 +319,10 @@ def test_static_executables_are_recognised(programs: dict[str, Path], tmp_path: 
 
 @needs_shim
 def test_a_static_program_is_run_with_a_warning(programs: dict[str, Path], tmp_path: Path) -> None:
+    """The shim alone (as root, --via auto records it with BPF: test_record_bpf.py)."""
     trace = tmp_path / "t.parquet"
     proc = subprocess.run(
-        [*RECORD, "-o", str(trace), "--", str(programs["static"])],
+        [*RECORD, "--via", "shim", "-o", str(trace), "--", str(programs["static"])],
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr

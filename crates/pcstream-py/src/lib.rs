@@ -324,23 +324,31 @@ struct PyRecordOptions {
 }
 
 /// Convert the shim logs in `logdir` into the file-level trace `out` as `options` say (see
-/// [`PyRecordOptions`]); returns a JSON summary (records, writes, processes, signatures, paths,
-/// warnings, lost_processes, torn_bytes, coalesced_writes).
+/// [`PyRecordOptions`]), with `pcstream.capture` = `capture` when given; returns a JSON summary
+/// (records, writes, processes, signatures, paths, warnings, lost_processes, torn_bytes,
+/// coalesced_writes).
 #[pyfunction]
-#[pyo3(signature = (logdir, out, source, options))]
+#[pyo3(signature = (logdir, out, source, options, capture=None))]
 fn record_convert(
     py: Python<'_>,
     logdir: &str,
     out: &str,
     source: &str,
     options: PyRecordOptions,
+    capture: Option<&str>,
 ) -> PyResult<String> {
     let coalesce = options.coalesce;
     py.allow_threads(|| {
         let logs = pcstream_trace::record::shimlog::read_dir(Path::new(logdir))
             .map_err(|e| InputError::new_err(e.to_string()))?;
-        let s = pcstream_trace::record::write_file_trace(&logs, Path::new(out), source, coalesce)
-            .map_err(trace_err)?;
+        let s = pcstream_trace::record::write_file_trace_as(
+            &logs,
+            Path::new(out),
+            source,
+            coalesce,
+            capture,
+        )
+        .map_err(trace_err)?;
         Ok(serde_json::to_string(&s).expect("a summary serialises"))
     })
 }

@@ -12,7 +12,7 @@ from pcstream import compose
 from pcstream.cli._common import epilog, field_options, pack_options, resolve_ssd
 from pcstream.groundtruth import loopdev
 from pcstream.options import RecordOptions
-from pcstream.record import runner, shimrun
+from pcstream.record import attach, runner, shimrun
 
 BLOCK_DEFAULT_OUT = "record-block"
 
@@ -46,6 +46,7 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
     RecordOptions,
     "method",
     "frames",
+    "via",
     "keep_logs",
     "symbol_dirs",
     "no_symbols",
@@ -60,9 +61,27 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
     "--json", "as_json", is_flag=True, help="--block: print the capture summary as one JSON object to stdout."
 )
 @field_options(RecordOptions, "age", "age_seed", "age_churn")
-@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+@click.option(
+    "--pid",
+    "pids",
+    default=None,
+    metavar="PID[,PID...]",
+    help="Record these running processes (their threads and the children they start) instead of "
+    "running CMD, with the BPF capture (root); until --duration, SIGINT/SIGTERM, or they end.",
+)
+@click.option(
+    "--duration", type=float, default=None, metavar="S", help="--pid: stop recording after S seconds."
+)
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @pack_options(RecordOptions)
-def command(output: str | None, opts: RecordOptions, as_json: bool, cmd: tuple[str, ...]) -> int:
+def command(
+    output: str | None,
+    opts: RecordOptions,
+    as_json: bool,
+    pids: str | None,
+    duration: float | None,
+    cmd: tuple[str, ...],
+) -> int:
     """Run CMD with the pcshim LD_PRELOAD shim, then convert what it logged into one file-level
     trace (all processes, ordered by time) with a PC table. CMD's stdin, stdout, stderr and exit
     status are its own; it runs in a process group of its own, which gets the SIGTERM, SIGINT and
@@ -73,6 +92,19 @@ def command(output: str | None, opts: RecordOptions, as_json: bool, cmd: tuple[s
     """
     if opts.no_symbols and opts.symbol_dirs:
         raise click.UsageError("--symbols DIR and --no-symbols exclude each other")
+    if cmd and cmd[0].startswith("-"):
+        # ignore_unknown_options hands an unknown option to CMD: no program is named like one
+        raise click.UsageError(f"no such option: {cmd[0]}")
+    attach.check_pids_usage(cmd, pids)
+    if duration is not None and pids is None:
+        raise click.UsageError("--duration needs --pid")
+    if pids is not None:
+        if opts.block:
+            raise click.UsageError("--pid and --block exclude each other")
+        out = Path(output or "trace.parquet")
+        status, summary = attach.record_pids(attach.parse_pids(pids), out, opts, duration)
+        click.echo(shimrun.summary_line(out, summary), err=True)
+        return status
 
     def warn(warning: str) -> None:
         click.echo(f"pcstream record: warning: {warning}", err=True)

@@ -251,7 +251,12 @@ SOURCE_VERB = "pcstream record"
 SOURCE_VERB_BLOCK = "pcstream record --block"
 
 
-def record_source(cmd: list[str], method: str, frames: int, block: bool = False) -> str:
-    """The ``pcstream.source`` of a recorded trace (read back by :func:`pcstream.live.source_signature`)."""
+def record_source(
+    cmd: list[str], method: str, frames: int, block: bool = False, bpf_only: bool = False
+) -> str:
+    """The ``pcstream.source`` of a recorded trace (read back by :func:`pcstream.live.source_signature`).
+    ``bpf_only``: recorded by the BPF capture alone, whose signatures are not the shim's method's
+    (``--via bpf`` comes first, so live hints do not take them for it)."""
     verb = SOURCE_VERB_BLOCK if block else SOURCE_VERB
-    return f"{verb} --method {method} --frames {frames} -- " + " ".join(cmd)
+    via = " --via bpf" if bpf_only else ""
+    return f"{verb}{via} --method {method} --frames {frames} -- " + " ".join(cmd)

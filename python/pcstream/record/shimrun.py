@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import BadParameter, InputError, check_output
-from pcstream.options import MAX_FRAMES, METHODS, RecordOptions
-from pcstream.record import jvm, runner
+from pcstream.errors import BadParameter, Failure, InputError, check_output
+from pcstream.options import MAX_FRAMES, METHODS, VIAS, RecordOptions
+from pcstream.record import bpfrun, jvm, runner
 from pcstream.record.symbols import symbolize_or_warn
 
 
-def _check_output(out: Path) -> None:
+def check_output_path(out: Path) -> None:
     """Before the program runs: the output policy (errors.check_output), an existing directory,
     and a probe that a file can be created beside ``out`` (so a recording is never lost)."""
     parent = out.parent if str(out.parent) else Path(".")
@@ -63,11 +63,59 @@ def run_under_shim(
     return runner.run(cmd, env, cwd)
 
 
-def convert(logdir: Path, out: Path, source: str, options: RecordOptions) -> dict[str, Any]:
+def convert(
+    logdir: Path, out: Path, source: str, options: RecordOptions, capture: str = bpfrun.CAPTURE_SHIM
+) -> dict[str, Any]:
     """Convert the shim logs in ``logdir`` into the file-level trace ``out``; the engine's summary.
     ``options.coalesce``: fold runs of small contiguous writes (one row per stretch of pages with
-    the same last-writing PC; see docs/RECORD.md)."""
-    return api.record_convert(str(logdir), str(out), source, options)
+    the same last-writing PC; see docs/RECORD.md). ``capture``: its ``pcstream.capture``."""
+    return api.record_convert(str(logdir), str(out), source, options, capture)
+
+
+def plan_capture(cmd: list[str], via: str) -> tuple[str, list[str], list[str]]:
+    """Before the run: the capture ``via`` gives here (``pcstream.capture``), the warnings due
+    before the run (a static program the shim cannot enter, when BPF does not record it) and
+    those for the summary only (``auto`` without BPF). ``--via bpf`` without what BPF needs is a
+    one-line error."""
+    if via not in VIAS:
+        raise BadParameter("via", via, f"{{param}} {{value}}: unknown; use one of {', '.join(VIAS)}")
+    if via == "bpf":
+        bpfrun.require()
+        runner.check_command(cmd)
+        return bpfrun.CAPTURE_BPF, [], []
+    shim = runner.shim_path()
+    warnings = runner.early_warnings(cmd, shim)
+    missing = bpfrun.missing() if via == "auto" else None
+    if via == "shim" or missing is not None:
+        return bpfrun.CAPTURE_SHIM, warnings, [bpfrun.auto_warning(missing[0])] if missing else []
+    static = runner.static_warning(runner.check_command(cmd))
+    return bpfrun.CAPTURE_BOTH, [w for w in warnings if w != static], []
+
+
+def run_capture(
+    cmd: list[str], logdir: Path, options: RecordOptions, capture: str, env: dict[str, str] | None = None
+) -> tuple[int, str, list[str]]:
+    """Run ``cmd`` the way ``capture`` says, from the environment ``env`` (default: ours): (exit
+    status, the capture in effect, warnings). When the BPF capture of ``auto`` cannot attach after
+    all (the program has not run then), the run is the shim's alone, with a warning."""
+    if capture == bpfrun.CAPTURE_SHIM:
+        return run_under_shim(cmd, logdir, options.method, options.frames, env=env), capture, []
+    base = dict(os.environ if env is None else env)
+    env = dict(base)
+    shim = None
+    if capture == bpfrun.CAPTURE_BOTH:
+        shim = runner.shim_path()
+        env.update(
+            PCSHIM_DIR=str(logdir.resolve()), PCSHIM_METHOD=options.method, PCSHIM_FRAMES=str(options.frames)
+        )
+    status, ran = bpfrun.run_capture(cmd, logdir, options.frames, shim=shim, env=env)
+    if ran is not None:
+        return status, capture, []
+    why = "the BPF capture could not attach (its message is above)"
+    if capture == bpfrun.CAPTURE_BPF:
+        raise Failure(f"record --via bpf: {why}; --via shim records without it")
+    status = run_under_shim(cmd, logdir, options.method, options.frames, env=base)
+    return status, bpfrun.CAPTURE_SHIM, [bpfrun.auto_warning(why)]
 
 
 # Recording as 'pcstream record' does without options.
@@ -88,7 +136,8 @@ def record(
     shim's logs in that directory (None: a temporary one, removed); ``coalesce`` folds runs of
     small contiguous writes (the default; False keeps one row per call); ``no_symbols`` leaves the
     PC table's frames unnamed; ``symbol_dirs``: more places for separate debug files
-    (:mod:`.symbols`); the ``block`` fields do not apply (see :func:`pcstream.compose.record_block`).
+    (:mod:`.symbols`); ``via``: the shim, BPF or both (:func:`plan_capture`); the ``block``
+    fields do not apply (see :func:`pcstream.compose.record_block`).
     ``say`` gets warnings due before the command runs (a statically linked program); they are
     also in the summary's ``warnings``. A signal that ends the command (also one sent to us and
     forwarded) does not stop the conversion: the trace holds what the logs hold."""
@@ -97,9 +146,8 @@ def record(
         raise BadParameter("method", method, f"{{param}} {{value}}: unknown; use one of {', '.join(METHODS)}")
     if not 1 <= frames <= MAX_FRAMES:
         raise BadParameter("frames", frames, f"{{param}} {{value}}: out of range; use 1..{MAX_FRAMES}")
-    shim = runner.shim_path()
-    _check_output(out)
-    early = runner.early_warnings(cmd, shim)
+    capture, early, notes = plan_capture(cmd, options.via)
+    check_output_path(out)
     for warning in early:
         if say is not None:
             say(warning)
@@ -111,11 +159,15 @@ def record(
         logdir = new_logdir()
     try:
         java = jvm.prepare(cmd, runner.check_command(cmd), logdir, frames)  # a JVM: JFR gives Java call paths
-        status = run_under_shim(java.cmd, logdir, method, frames, shim, env=java.env)
+        status, capture, late = run_capture(java.cmd, logdir, options, capture, java.env)
         java_summary = java.attribute(logdir)
-        summary = convert(logdir, out, runner.record_source(cmd, method, frames), options)
-        summary["warnings"] = early + list(summary.get("warnings", [])) + java_summary.pop("warnings", [])
+        source = runner.record_source(cmd, method, frames, bpf_only=capture == bpfrun.CAPTURE_BPF)
+        summary = convert(logdir, out, source, options, capture)
+        summary["warnings"] = (
+            early + notes + late + list(summary.get("warnings", [])) + java_summary.pop("warnings", [])
+        )
         summary.update(java_summary)
+        summary["capture"] = capture
         if not options.no_symbols and summary.get("signatures"):
             symbolize_or_warn(out, summary, [Path(d) for d in options.symbol_dirs])
     finally:

@@ -17,6 +17,8 @@ pub const VIA_STDIO_INLINE: u32 = 1 << 8;
 /// The file description had `O_DIRECT` when the write was made: the bytes went to the device at
 /// the call, not through the page cache.
 pub const VIA_DIRECT: u32 = 1 << 9;
+/// An io_uring write at its submission (the BPF capture); `len` = the bytes asked for.
+pub const VIA_URING: u32 = 1 << 10;
 
 // The `flags` column of `set_hint` rows (the shim's `enum pcshim_hint_flags`). The row's `offset`
 // is the level the program asked for (0..5), `len` the raw 64-bit argument when refused.

@@ -1,9 +1,11 @@
 //! Summary of a file-level trace (`pcstream info` on the output of `record`): one streaming
 //! pass, memory bounded by the distinct PCs, files and threads, not by the rows.
 //!
-//! Fields: `kind` = "file", path, source, rows, row_groups, paths (entries of `pcstream.paths`),
-//! ops (rows per op name, unknown names included), writes `{rows, bytes}`, recovered_bytes and
-//! inline_stdio_bytes (write bytes with the flags `VIA_RECOVERED`, `VIA_STDIO_INLINE`),
+//! Fields: `kind` = "file", path, source, capture (`pcstream.capture`, null when absent), rows,
+//! row_groups, paths (entries of `pcstream.paths`), ops (rows per op name, unknown names
+//! included), writes `{rows, bytes}`, recovered_bytes and inline_stdio_bytes (write bytes with the
+//! flags `VIA_RECOVERED`, `VIA_STDIO_INLINE`), io_uring `{writes, bytes}` (write rows with
+//! `VIA_URING`: submissions the BPF capture saw, folded ones counted once),
 //! processes (distinct pids), threads (distinct pid, tid), ts `{first_ns, last_ns, duration_s}`,
 //! pcs `{count, top}` (the [`TOP`] signatures with the most bytes written: pc, bytes, rows,
 //! share of the bytes, `where` — the innermost frames as `symbol` or `module+offset` — and
@@ -19,7 +21,7 @@ use arrow_schema::DataType;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::{json, Value};
 
-use super::flags::{HINT_INVALID, HINT_REFUSED, VIA_RECOVERED, VIA_STDIO_INLINE};
+use super::flags::{HINT_INVALID, HINT_REFUSED, VIA_RECOVERED, VIA_STDIO_INLINE, VIA_URING};
 use super::{FileEvent, FileOp, FileTraceReader, KEY_PATHS};
 use crate::error::TraceError;
 
@@ -103,6 +105,8 @@ struct Tally {
     bytes: u64,
     recovered: u64,
     inline: u64,
+    /// Write rows and bytes submitted through io_uring.
+    uring: (u64, u64),
     /// (bytes, rows) written per PC and per path id.
     pcs: FxHashMap<u64, (u64, u64)>,
     files: FxHashMap<u32, (u64, u64)>,
@@ -135,6 +139,10 @@ impl Tally {
                 }
                 if e.flags & VIA_STDIO_INLINE != 0 {
                     self.inline += e.len;
+                }
+                if e.flags & VIA_URING != 0 {
+                    self.uring.0 += 1;
+                    self.uring.1 += e.len;
                 }
                 let p = self.pcs.entry(e.pc).or_default();
                 p.0 += e.len;
@@ -214,6 +222,7 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
         "kind": "file",
         "path": path.display().to_string(),
         "source": meta.source,
+        "capture": r.capture(),
         "rows": r.num_rows(),
         "row_groups": r.num_row_groups(),
         "paths": paths.len(),
@@ -221,6 +230,7 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
         "writes": {"rows": t.writes, "bytes": t.bytes},
         "recovered_bytes": t.recovered,
         "inline_stdio_bytes": t.inline,
+        "io_uring": {"writes": t.uring.0, "bytes": t.uring.1},
         "processes": t.pids.len(),
         "threads": t.threads.len(),
         "ts": {"first_ns": first, "last_ns": last, "duration_s": last.saturating_sub(first) as f64 / 1e9},
@@ -276,7 +286,7 @@ mod tests {
                 5,
                 VIA_STDIO | VIA_STDIO_INLINE,
             ),
-            ev(4_000, 11, FileOp::Write, 0, 7, 6, 0),
+            ev(4_000, 11, FileOp::Write, 0, 7, 6, VIA_URING),
             FileEvent {
                 offset: 2,
                 ..ev(5_000, 11, FileOp::SetHint, 2, 0, 0, 0)
@@ -307,6 +317,8 @@ mod tests {
             ),
             (json!(50), json!(1000))
         );
+        assert_eq!(s["io_uring"], json!({"writes": 1, "bytes": 7}));
+        assert_eq!(s["capture"], Value::Null);
         assert_eq!(
             (
                 s["processes"].clone(),

@@ -14,7 +14,7 @@ pub mod info;
 pub mod reader;
 pub mod writer;
 
-pub use crate::parquet::keys::KEY_PATHS;
+pub use crate::parquet::keys::{KEY_CAPTURE, KEY_PATHS};
 pub use event::{FileEvent, FileOp};
 pub use reader::FileTraceReader;
 pub use writer::{write_events, write_rows, FileTraceWriter, FILE_COLUMNS};

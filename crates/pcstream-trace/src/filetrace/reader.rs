@@ -23,7 +23,7 @@ use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchR
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 
-use super::{FileEvent, FileOp, KEY_PATHS};
+use super::{FileEvent, FileOp, KEY_CAPTURE, KEY_PATHS};
 use crate::blocktrace::TraceMeta;
 use crate::error::{one_line, TraceError};
 use crate::guard::contain;
@@ -44,6 +44,8 @@ const INT_COLUMNS: [&str; 12] = [
 pub struct FileTraceReader {
     meta: TraceMeta,
     paths: BTreeMap<u32, String>,
+    /// `pcstream.capture` (None: absent).
+    capture: Option<String>,
     rows: u64,
     groups: RowGroups,
     /// Batch column of each of [`INT_COLUMNS`] (`None`: absent).
@@ -190,6 +192,10 @@ impl FileTraceReader {
         let pairs = footer_pairs(&md);
         let meta = TraceMeta::from_pairs(&label, &pairs)?;
         let paths = path_table(&label, &pairs)?;
+        let capture = pairs
+            .iter()
+            .find(|(k, _)| k == KEY_CAPTURE)
+            .and_then(|(_, v)| v.clone());
         let (file_idx, op_idx) = find_columns(&label, b.schema())?;
         let mut selected: Vec<usize> = file_idx.iter().flatten().copied().collect();
         selected.push(op_idx);
@@ -217,6 +223,7 @@ impl FileTraceReader {
         Ok(FileTraceReader {
             meta,
             paths,
+            capture,
             rows,
             groups,
             cols,
@@ -230,6 +237,10 @@ impl FileTraceReader {
     /// The `pcstream.*` footer keys (source, pcs, ...).
     pub fn meta(&self) -> &TraceMeta {
         &self.meta
+    }
+    /// The `pcstream.capture` value, when the trace has one.
+    pub fn capture(&self) -> Option<&str> {
+        self.capture.as_deref()
     }
     /// The `pcstream.paths` table (id → path).
     pub fn paths(&self) -> &BTreeMap<u32, String> {

@@ -130,9 +130,19 @@ impl FileTraceWriter {
     /// Write the last rows and the footer: `meta`'s pairs and `pcstream.paths` = `paths`; move
     /// the trace into place. Returns the number of rows.
     pub fn finish(
+        self,
+        meta: &TraceMeta,
+        paths: &BTreeMap<u32, String>,
+    ) -> Result<u64, TraceError> {
+        self.finish_with(meta, paths, Vec::new())
+    }
+
+    /// [`Self::finish`] with more footer pairs of the file-level format (`pcstream.capture`).
+    pub fn finish_with(
         mut self,
         meta: &TraceMeta,
         paths: &BTreeMap<u32, String>,
+        extra: Vec<(String, String)>,
     ) -> Result<u64, TraceError> {
         if !self.buf.is_empty() || self.rows == 0 {
             self.flush()?;
@@ -142,6 +152,7 @@ impl FileTraceWriter {
             KEY_PATHS.to_string(),
             serde_json::to_string(paths).expect("a string map serialises"),
         ));
+        pairs.extend(extra);
         self.out.finish(pairs)?;
         Ok(self.rows)
     }

@@ -20,13 +20,17 @@ pub const KEY_FILE_CLASSES: &str = "pcstream.file_classes";
 pub const KEY_PCS: &str = "pcstream.pcs";
 /// JSON: path id → absolute path (file-level traces; ids from 1, 0 = none).
 pub const KEY_PATHS: &str = "pcstream.paths";
+/// How a recorded file-level trace was captured: `shim` (the LD_PRELOAD shim), `bpf` (the BPF
+/// capture at the system-call boundary) or `shim+bpf` (both, each for the processes it reaches);
+/// absent in traces recorded before the key existed (they are `shim`).
+pub const KEY_CAPTURE: &str = "pcstream.capture";
 /// Rows at the start of the trace that are the aged state of the device (all writes).
 pub const KEY_AGED_ROWS: &str = "pcstream.aged_rows";
 /// Pages of those rows.
 pub const KEY_AGED_PAGES: &str = "pcstream.aged_pages";
 
 /// Every key by its constant's name, for the Python package (`pcstream.tracemeta.KEY_*`).
-pub const FOOTER_KEYS: [(&str, &str); 10] = [
+pub const FOOTER_KEYS: [(&str, &str); 11] = [
     ("KEY_FORMAT", KEY_FORMAT),
     ("KEY_PAGE_BYTES", KEY_PAGE_BYTES),
     ("KEY_CAPACITY", KEY_CAPACITY),
@@ -37,6 +41,7 @@ pub const FOOTER_KEYS: [(&str, &str); 10] = [
     ("KEY_PATHS", KEY_PATHS),
     ("KEY_AGED_ROWS", KEY_AGED_ROWS),
     ("KEY_AGED_PAGES", KEY_AGED_PAGES),
+    ("KEY_CAPTURE", KEY_CAPTURE),
 ];
 
 #[cfg(test)]

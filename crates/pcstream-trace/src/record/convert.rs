@@ -12,11 +12,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::coalesce::Coalescer;
 use super::merge::Merge;
-use super::shimlog::{ShimLogs, ShimRecord};
+use super::shimlog::{io_uring_warning, ShimLogs, ShimRecord};
 use crate::blocktrace::TraceMeta;
 use crate::error::TraceError;
 use crate::filetrace::flags::{HINT_REFUSED, VIA_RECOVERED, VIA_STDIO_INLINE};
-use crate::filetrace::{FileEvent, FileOp, FileTraceWriter};
+use crate::filetrace::{FileEvent, FileOp, FileTraceWriter, KEY_CAPTURE};
 
 /// What [`write_file_trace`] wrote.
 #[derive(Debug, Default, serde::Serialize)]
@@ -58,6 +58,18 @@ pub fn write_file_trace(
     source: &str,
     coalesce: bool,
 ) -> Result<FileTraceSummary, TraceError> {
+    write_file_trace_as(logs, out, source, coalesce, None)
+}
+
+/// [`write_file_trace`], saying in `pcstream.capture` how the logs were captured (`shim`, `bpf`,
+/// `shim+bpf`; None: the key is not written).
+pub fn write_file_trace_as(
+    logs: &ShimLogs,
+    out: &Path,
+    source: &str,
+    coalesce: bool,
+    capture: Option<&str>,
+) -> Result<FileTraceSummary, TraceError> {
     let mut merge = Merge::new(&logs.bins);
     let mut writer = FileTraceWriter::create(out)?;
     let mut ids = PathIds::default();
@@ -86,9 +98,17 @@ pub fn write_file_trace(
         ..Default::default()
     };
     s.paths = ids.paths.len();
-    s.records = writer.finish(&meta, &ids.paths)?;
+    let extra = capture
+        .map(|c| vec![(KEY_CAPTURE.to_string(), c.to_string())])
+        .unwrap_or_default();
+    s.records = writer.finish_with(&meta, &ids.paths, extra)?;
     s.processes = logs.processes.len();
     s.warnings = logs.warnings.clone();
+    if capture.is_some_and(|c| c.contains("bpf")) {
+        // the BPF capture records ring I/O: the shim's "not recorded" does not hold
+        let ring = io_uring_warning(logs.io_uring.len());
+        s.warnings.retain(|w| *w != ring);
+    }
     s.lost_processes = logs.lost.clone();
     s.torn_bytes = logs.torn_bytes;
     s.unplaced_bytes = logs.unplaced_bytes;
@@ -101,6 +121,9 @@ struct PathIds {
     ids: FxHashMap<u64, u32>,
     /// Id → path (`?<hash>` for a hash no `P` line named).
     paths: BTreeMap<u32, String>,
+    /// (dev, ino) → the path id a record last gave that file: the BPF capture leaves the path of
+    /// a file it saw no open of to the logs that did (the shim's, in the same run).
+    by_inode: FxHashMap<(u64, u64), u32>,
 }
 
 impl PathIds {
@@ -126,7 +149,15 @@ impl PathIds {
     /// The file-level event of the record `r`, its paths as ids.
     fn event(&mut self, r: &ShimRecord, logs: &ShimLogs) -> FileEvent {
         let op = FileOp::from_code(r.op).unwrap_or(FileOp::Unknown);
-        let path = self.id(r.path, logs);
+        let mut path = self.id(r.path, logs);
+        let inode = (r.dev, r.ino);
+        if inode != (0, 0) && op != FileOp::Rename && op != FileOp::Unlink {
+            if path != 0 {
+                self.by_inode.insert(inode, path);
+            } else {
+                path = self.by_inode.get(&inode).copied().unwrap_or(0);
+            }
+        }
         let path2 = if op == FileOp::Rename {
             self.id(r.aux, logs)
         } else {

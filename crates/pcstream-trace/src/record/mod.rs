@@ -12,4 +12,4 @@ pub mod shimbin;
 pub mod shimlog;
 pub mod synth;
 
-pub use convert::{write_file_trace, FileTraceSummary};
+pub use convert::{write_file_trace, write_file_trace_as, FileTraceSummary};

@@ -29,6 +29,10 @@ pub use super::shimbin::{
 pub const IO_URING_WARNING: &str = "io_uring:";
 /// Start of the warning for an exec of a statically linked program: `static: <path>`.
 pub const STATIC_WARNING: &str = "static: ";
+/// Start of the line the BPF capture writes for a program it recorded because the shim cannot
+/// enter it (`shim/include/pcsys.h`, PCSYS_CAPTURED_WARNING): `captured: <path>`. The shim's
+/// `static:` lines for that program are then not losses.
+pub const CAPTURED_WARNING: &str = "captured: ";
 /// Start of the warning for a shared writable mapping never msync'ed: `mmap: <bytes> <path>`.
 pub const MMAP_WARNING: &str = "mmap: ";
 /// Start of the warning for bytes that could not be placed: `unplaced: <bytes> <path>: <why>`.
@@ -70,6 +74,10 @@ pub struct ShimLogs {
     /// `W static:` lines: execs of statically linked programs (not recorded), and the programs.
     pub static_execs: u64,
     pub static_programs: BTreeSet<String>,
+    /// `W static:` lines per program.
+    static_per_program: BTreeMap<String, u64>,
+    /// `W captured:` lines: programs the BPF capture recorded (their `static:` lines are dropped).
+    pub captured_programs: BTreeSet<String>,
     /// `W mmap:` lines: shared writable mappings never msync'ed, their bytes and files.
     pub mmap_mappings: u64,
     pub mmap_bytes: u64,
@@ -171,6 +179,9 @@ impl ShimLogs {
         if let Some(p) = w.strip_prefix(STATIC_WARNING) {
             self.static_execs += 1;
             self.static_programs.insert(p.to_string());
+            *self.static_per_program.entry(p.to_string()).or_default() += 1;
+        } else if let Some(p) = w.strip_prefix(CAPTURED_WARNING) {
+            self.captured_programs.insert(canonical(p));
         } else if let Some((n, p)) = w.strip_prefix(MMAP_WARNING).and_then(bytes_and_rest) {
             self.mmap_mappings += 1;
             self.mmap_bytes += n;
@@ -195,6 +206,20 @@ impl ShimLogs {
 
     /// The aggregated warnings, appended after the others once every file is read.
     fn aggregate_warnings(&mut self) {
+        if !self.captured_programs.is_empty() {
+            // the shim names the program as exec'd, the BPF capture by its real path
+            let captured = &self.captured_programs;
+            let counts = &self.static_per_program;
+            let mut dropped = 0;
+            self.static_programs.retain(|p| {
+                let keep = !captured.contains(&canonical(p));
+                if !keep {
+                    dropped += counts.get(p).copied().unwrap_or(0);
+                }
+                keep
+            });
+            self.static_execs = self.static_execs.saturating_sub(dropped);
+        }
         if self.static_execs > 0 {
             self.warnings.push(format!(
                 "{} exec(s) of statically linked programs were not recorded: {}",
@@ -222,6 +247,11 @@ impl ShimLogs {
         }
         self.warnings.extend(self.refused_hints.warnings());
     }
+}
+
+/// `p` with its symbolic links resolved when it exists, else as it is.
+fn canonical(p: &str) -> String {
+    std::fs::canonicalize(p).map_or_else(|_| p.to_string(), |c| c.to_string_lossy().into_owned())
 }
 
 /// "a, b, c" (at most [`LISTED`] names, then "and N more").
@@ -556,6 +586,16 @@ mod tests {
                 "16384 bytes may have been written through 2 shared mappings never msync'ed (not recorded): /data/a b.db".into(),
                 "200 written bytes could not be placed at a file offset (not recorded): /data/x (the file position is unknown)".into(),
             ]
+        );
+        // a program the BPF capture recorded is not a loss
+        let mut w = LogWriter::create(dir.path(), 44, 1, 1).unwrap();
+        w.warn("captured: /usr/bin/busybox").unwrap();
+        w.finish(true).unwrap();
+        let logs = read_dir(dir.path()).unwrap();
+        assert!(
+            logs.warnings.contains(&"2 exec(s) of statically linked programs were not recorded: /opt/static-42, /opt/static-43".to_string()),
+            "{:?}",
+            logs.warnings
         );
         let many: BTreeSet<String> = (0..20).map(|i| format!("/p{i:02}")).collect();
         assert!(

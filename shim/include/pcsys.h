@@ -1,0 +1,145 @@
+/* pcsys: the BPF capture of file writes at the system-call boundary (`pcstream record --via bpf`,
+ * and the processes the shim cannot enter under `--via auto`). This header is the contract between
+ * the BPF program (bpf/pcsys.bpf.c), which sends one struct pcsys_event per system call or process
+ * event through a ring buffer, and its loader (bpf/pcsys.c), which turns them into the shim's logs
+ * (pcshim.h: per process image a <pid>.<start_ns>.bpf.bin of 88-byte records and a .bpf.txt of
+ * P/S/F/W/E lines), so the converter reads both captures alike.
+ *
+ * The program follows the processes of the run: a hash map (`procs`, tgid -> enum pcsys_follow)
+ * seeded by the loader with the root process(es); sched_process_fork adds each new process whose
+ * parent is followed; sched_process_exit removes it. At sys_enter the arguments are kept per
+ * thread; at sys_exit a call that succeeded on a regular file is sent with the file as the kernel
+ * sees it then (dev, ino, file position) and the calling thread's user stack.
+ *
+ * The stack is bpf_get_stack(BPF_F_USER_STACK | BPF_F_USER_BUILD_ID): per frame the GNU build id
+ * of the module and the offset of the address in its file (status PCSYS_FRAME_BUILD_ID), or the
+ * raw address (PCSYS_FRAME_IP: a module without a GNU build id, e.g. a Go program, or one whose
+ * note page was not in memory). Innermost first; the walk follows frame pointers.
+ */
+#ifndef PCSYS_H
+#define PCSYS_H
+
+#ifndef __VMLINUX_H__
+#include <stdint.h>
+typedef uint64_t pcsys_u64;
+typedef int64_t pcsys_s64;
+typedef uint32_t pcsys_u32;
+typedef int32_t pcsys_s32;
+typedef uint16_t pcsys_u16;
+typedef uint8_t pcsys_u8;
+#else
+typedef __u64 pcsys_u64;
+typedef __s64 pcsys_s64;
+typedef __u32 pcsys_u32;
+typedef __s32 pcsys_s32;
+typedef __u16 pcsys_u16;
+typedef __u8 pcsys_u8;
+#endif
+
+/* Frames kept per event; the loader skips the C library's innermost frames, then hashes at most
+ * PCSHIM_FRAMES of the rest. */
+#define PCSYS_MAX_FRAMES 32
+/* Bytes of a path argument kept (longer ones are cut: the flag PCSYS_F_PATH_CUT). */
+#define PCSYS_PATH_MAX 256
+/* iovecs of an io_uring WRITEV summed */
+#define PCSYS_URING_IOVECS 64
+/* GNU build id bytes (as in struct bpf_stack_build_id). */
+#define PCSYS_BUILD_ID_SIZE 20
+
+/* The warning line ("W captured: <program>\n") the loader writes in the logs of an image it
+ * records under auto: the converter then does not count the shim's "W static: <program>" for it
+ * as a program whose writes were lost. */
+#define PCSYS_CAPTURED_WARNING "captured: "
+
+/* What an event is: a system call that succeeded, or a process event. */
+enum pcsys_kind {
+    PCSYS_WRITE = 1,      /* write, writev: fd, file (position after the call), ret = bytes */
+    PCSYS_PWRITE,         /* pwrite64, pwritev, pwritev2: fd, file, ret bytes, arg[3] = offset (on
+                           * 64-bit the whole offset is in pos_l); -1 in pwritev2: at the position */
+    PCSYS_FSYNC,          /* fd, file */
+    PCSYS_FDATASYNC,      /* fd, file */
+    PCSYS_SYNC_RANGE,     /* fd, file, arg[1] offset, arg[2] bytes, arg[3] flags */
+    PCSYS_FALLOCATE,      /* fd, file, arg[1] mode, arg[2] offset, arg[3] len */
+    PCSYS_FTRUNCATE,      /* fd, file, arg[1] length */
+    PCSYS_COPY,           /* copy_file_range: out fd arg[2], file, ret bytes; `off` = the out offset */
+    PCSYS_SENDFILE,       /* out fd arg[0], file, ret bytes at the position before the call */
+    PCSYS_SPLICE,         /* out fd arg[2], file, ret bytes; `off` = the out offset */
+    PCSYS_MSYNC,          /* file of the mapping, `off` = file offset of arg[0], arg[1] bytes */
+    PCSYS_SET_HINT,       /* fcntl(F_SET_RW_HINT): fd, file, `off` = the hint */
+    PCSYS_OPEN,           /* open, openat, openat2: ret = fd, file, path[0], arg[0] dirfd (AT_FDCWD
+                           * for open), `off` = open flags */
+    PCSYS_CLOSE,          /* fd arg[0], file (taken at sys_enter) */
+    PCSYS_RENAME,         /* path[0] old (dirfd arg[0]), path[1] new (dirfd arg[2]) */
+    PCSYS_UNLINK,         /* path[0] (dirfd arg[0]) */
+    PCSYS_FORK,           /* a new process: pid = child, ppid = parent */
+    PCSYS_EXEC,           /* pid, path[0] = the program as exec'd, arg[0..3] = uid, euid, gid, egid */
+    PCSYS_EXIT,           /* pid (the last thread), ret = exit status (wait status form) */
+    PCSYS_URING_WRITE,    /* an io_uring write submitted (WRITE, WRITEV, WRITE_FIXED): file, `off` =
+                           * the offset asked for (-1: the file position, in file.pos), arg[0] the
+                           * bytes asked for (WRITEV: the sum of the first PCSYS_URING_IOVECS
+                           * iovecs), arg[1] the opcode, arg[2] the fd or fixed-file index */
+    PCSYS_URING_FSYNC,    /* an io_uring fsync submitted: file, arg[0] 1 for IORING_FSYNC_DATASYNC */
+};
+
+/* Values of the `procs` map. */
+enum pcsys_follow {
+    PCSYS_FOLLOW = 1, /* followed; its calls are sent */
+    PCSYS_QUIET = 2,  /* followed (forks, execs, exits) but its calls are not sent: the loader
+                       * leaves it to the shim */
+};
+
+/* event.flags */
+enum pcsys_flags {
+    PCSYS_F_PATH_CUT = 1u << 0,   /* a path did not fit PCSYS_PATH_MAX */
+    PCSYS_F_NOT_REG = 1u << 1,    /* not a regular file: only opens of directories are sent so (the
+                                   * loader resolves relative paths against directory fds) */
+    PCSYS_F_SQPOLL = 1u << 2,     /* submitted by an io_uring SQPOLL thread: no user stack */
+    PCSYS_F_IOV_CUT = 1u << 3,    /* a WRITEV with more iovecs than PCSYS_URING_IOVECS */
+    PCSYS_F_FIXED = 1u << 4,      /* an io_uring request on a registered file: arg[2] is its index */
+};
+
+/* frame.status, as struct bpf_stack_build_id's */
+enum pcsys_frame_status {
+    PCSYS_FRAME_EMPTY = 0,
+    PCSYS_FRAME_BUILD_ID = 1, /* build_id + file offset */
+    PCSYS_FRAME_IP = 2,       /* raw user address */
+};
+
+/* One frame: the layout of struct bpf_stack_build_id (32 bytes). */
+struct pcsys_frame {
+    pcsys_s32 status;
+    unsigned char build_id[PCSYS_BUILD_ID_SIZE];
+    pcsys_u64 addr; /* file offset (BUILD_ID) or address (IP) */
+};
+
+/* The file an fd names, read from the task's fd table. */
+struct pcsys_file {
+    pcsys_u64 dev;  /* super_block.s_dev, kernel encoding (major << 20 | minor) */
+    pcsys_u64 ino;
+    pcsys_u64 pos;  /* file position after the call */
+    pcsys_u32 mode; /* i_mode */
+    pcsys_u32 f_flags;
+};
+
+struct pcsys_event {
+    pcsys_u64 ts_ns; /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+    pcsys_u32 kind;  /* enum pcsys_kind */
+    pcsys_u32 flags; /* enum pcsys_flags */
+    pcsys_u32 pid;   /* tgid */
+    pcsys_u32 tid;
+    pcsys_u32 ppid;
+    pcsys_s32 nframes; /* frames in `frames` (0: none taken) */
+    pcsys_s64 ret;     /* the call's return value */
+    pcsys_u64 off;     /* see the kinds */
+    pcsys_u64 arg[6];
+    struct pcsys_file file;
+    pcsys_u16 path_len[2];
+    pcsys_u32 reserved;
+    char path[2][PCSYS_PATH_MAX];
+    struct pcsys_frame frames[PCSYS_MAX_FRAMES];
+};
+
+_Static_assert(sizeof(struct pcsys_frame) == 32, "frame layout");
+_Static_assert(sizeof(struct pcsys_event) == 136 + 2 * PCSYS_PATH_MAX + 32 * PCSYS_MAX_FRAMES, "event layout");
+
+#endif
