@@ -235,45 +235,27 @@ def test_auto_without_bpf_is_the_shim_alone_with_one_warning(gowrite: Path, tmp_
 
 
 def test_via_bpf_without_root_is_one_line(tmp_path: Path) -> None:
+    args = [
+        sys.executable,
+        "-m",
+        "pcstream",
+        "record",
+        "--via",
+        "bpf",
+        "-o",
+        str(tmp_path / "t.parquet"),
+        "--",
+        "true",
+    ]
     if os.geteuid() != 0:
-        r = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pcstream",
-                "record",
-                "--via",
-                "bpf",
-                "-o",
-                str(tmp_path / "t.parquet"),
-                "--",
-                "true",
-            ],
-            capture_output=True,
-            text=True,
-        )
+        r = subprocess.run(args, capture_output=True, text=True)
     else:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             pytest.skip("setpriv is not installed (to run as nobody)")
         tmp_path.chmod(0o777)
         r = subprocess.run(
-            [
-                setpriv,
-                "--reuid=nobody",
-                "--regid=nogroup",
-                "--clear-groups",
-                sys.executable,
-                "-m",
-                "pcstream",
-                "record",
-                "--via",
-                "bpf",
-                "-o",
-                str(tmp_path / "t.parquet"),
-                "--",
-                "true",
-            ],
+            [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", *args],
             capture_output=True,
             text=True,
             cwd=tmp_path,
