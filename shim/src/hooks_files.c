@@ -104,7 +104,8 @@ EXPORT int close(int fd)
 }
 
 /* ---------- close_range, closefrom ---------- */
-/* close_range(first, last, flags) as the kernel does it, but around the shim's own files: the
+/* close_range(first, last, flags) as the kernel does it, but around the shim's own files (its
+ * logs and libunwind's pipe, logfd.c's our_fds): the
  * tracked fds in the range are closed as close() does (safety net, close record), then the
  * range is closed in the pieces between the shim's fds, which stay open (daemons, Python's
  * os.closerange, systemd close every fd above 2). CLOSE_RANGE_CLOEXEC closes nothing: passed
@@ -126,12 +127,12 @@ long close_fds(unsigned first, unsigned last, unsigned flags)
         errno = e;
         leave();
     }
-    int ours[3] = {g_bin, g_txt, g_livelog}, n = 0;
-    unsigned keep[3];
-    for (int i = 0; i < 3; i++)
-        if (ours[i] >= 0 && (unsigned)ours[i] >= first && (unsigned)ours[i] <= last)
+    int ours[OUR_FDS_MAX], n = 0;
+    unsigned keep[OUR_FDS_MAX];
+    for (int i = 0, k = our_fds(ours); i < k; i++)
+        if ((unsigned)ours[i] >= first && (unsigned)ours[i] <= last)
             keep[n++] = (unsigned)ours[i];
-    for (int i = 1; i < n; i++) /* sort the (at most 3) fds kept */
+    for (int i = 1; i < n; i++) /* sort the (few) fds kept */
         for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
             unsigned t = keep[j];
             keep[j] = keep[j - 1];

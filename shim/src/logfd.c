@@ -204,3 +204,16 @@ int unw_close(int fd)
     }
     return (int)sc(SYS_close, fd, 0, 0, 0);
 }
+
+/* The shim's open fds (its logs, libunwind's pipe) into out[OUR_FDS_MAX]; returns how many. */
+int our_fds(int out[OUR_FDS_MAX])
+{
+    int n = 0, logs[LOG_SLOTS] = {g_bin, g_txt, g_livelog};
+    for (int slot = 0; slot < LOG_SLOTS; slot++)
+        if (logs[slot] >= 0)
+            out[n++] = logs[slot];
+    for (int i = 0; i < 2; i++)
+        if (g_unw[i].fd >= 0 && !g_unw[i].stale)
+            out[n++] = g_unw[i].fd;
+    return n;
+}

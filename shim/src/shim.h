@@ -442,6 +442,8 @@ int log_open(int slot, const char *path, int floor);
 void log_write(int *fdp, int slot, const void *p, size_t n);
 void log_close(int *fdp, int slot);
 int is_our_fd(int fd);
+#define OUR_FDS_MAX (LOG_SLOTS + 2)
+int our_fds(int out[OUR_FDS_MAX]);
 extern TLS int t_unwinding; /* inside libunwind's walk (its pipe2, read, write, close are its own) */
 void unw_pipe_adopt(int fds[2]);
 int unw_stale(int fd);
