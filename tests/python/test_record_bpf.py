@@ -234,6 +234,24 @@ def test_auto_without_bpf_is_the_shim_alone_with_one_warning(gowrite: Path, tmp_
     assert "no-such-capture" in bpf_warnings[0]
 
 
+@pytest.mark.parametrize("via", [["--via", "bpf"], ["--pid", str(os.getpid())]])
+def test_bpf_options_without_the_built_capture_are_one_usage_line(tmp_path: Path, via: list[str]) -> None:
+    env = dict(os.environ, **{bpfrun.CAPTURE_ENV: str(tmp_path / "no-such-capture")})
+    out = tmp_path / "t.parquet"
+    cmd = ["--", "true"] if via[0] == "--via" else []
+    r = subprocess.run(
+        [sys.executable, "-m", "pcstream", "record", *via, "-o", str(out), *cmd],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    lines = r.stderr.strip().splitlines()
+    if os.geteuid() == 0:
+        assert "no-such-capture" in r.stderr and "not built" in r.stderr
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("pcstream: error:"), r.stderr
+    assert not out.exists()
+
+
 def test_via_bpf_without_root_is_one_line(tmp_path: Path) -> None:
     args = [
         sys.executable,
@@ -261,7 +279,7 @@ def test_via_bpf_without_root_is_one_line(tmp_path: Path) -> None:
             cwd=tmp_path,
             env=dict(os.environ, HOME=str(tmp_path)),
         )
-    assert r.returncode == 77, r.stderr
+    assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs root" in lines[0] and "--via shim" in lines[0], r.stderr
     assert not (tmp_path / "t.parquet").exists()

@@ -51,7 +51,8 @@ TRACE_HELP = "block trace (Parquet, one row per request; see 'pcstream info')"
 # | 3      | input: missing, unreadable or malformed trace or file            |
 # | 4      | config: bad SSD config, impossible geometry, unknown preset, a   |
 # |        | device (or info's page bitmap) larger than the memory available |
-# | 77     | record --block or record --via bpf without root                 |
+# | 77     | record --block without root (record --via bpf and --pid without |
+# |        | the BPF capture or root: 2)                                      |
 # | 126    | record: the program is not executable (as a shell says)         |
 # | 127    | record: the program is not found (as a shell says)               |
 # | 130    | interrupted (Ctrl-C)                                             |

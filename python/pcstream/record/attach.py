@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pcstream.errors import Failure, NotRoot, UsageError
+from pcstream.errors import Failure, UsageError
 from pcstream.options import RecordOptions
 from pcstream.record import bpfrun, shimrun
 from pcstream.record.symbols import symbolize_or_warn
@@ -74,8 +74,7 @@ def record_pids(
     ``frames``, ``keep_logs``, ``coalesce``, ``no_symbols`` and ``symbol_dirs`` as for a command."""
     why = bpfrun.missing()
     if why is not None:
-        text = f"record --pid: {why[0]}; attaching to running processes needs the BPF capture"
-        raise NotRoot(text) if why[1] else Failure(text)
+        raise UsageError(f"record --pid: {why[0]}; attaching to running processes needs the BPF capture")
     if duration is not None and duration <= 0:
         raise UsageError(f"--duration {duration}: expected seconds > 0")
     shimrun.check_output_path(out)

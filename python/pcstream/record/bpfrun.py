@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from pcstream.errors import Failure, NotRoot
+from pcstream.errors import UsageError
 from pcstream.record import runner
 
 # The loader; this environment variable names another one (a build elsewhere, or a path that does
@@ -49,12 +49,12 @@ def missing() -> tuple[str, bool] | None:
 
 
 def require() -> None:
-    """For ``--via bpf``: a one-line error when the capture cannot run."""
+    """For ``--via bpf``: a one-line usage error (status 2, before CMD runs) when the capture cannot
+    run here: the option asks for what this machine or user cannot give."""
     why = missing()
     if why is None:
         return
-    text = f"record --via bpf: {why[0]}; --via shim records without it"
-    raise NotRoot(text) if why[1] else Failure(text)
+    raise UsageError(f"record --via bpf: {why[0]}; --via shim records without it")
 
 
 def auto_warning(why: str) -> str:
