@@ -197,6 +197,7 @@ bpf: ## Build the BPF captures: bios (record --block) and system calls (record -
 	command -v $(BPFTOOL) >/dev/null 2>&1 || missing="$$missing bpftool"; \
 	[ -e /usr/include/bpf/libbpf.h ] || missing="$$missing libbpf-dev"; \
 	[ -e /usr/include/libelf.h ] || missing="$$missing libelf-dev"; \
+	[ -e /usr/include/elfutils/libdwfl.h ] || missing="$$missing libdw-dev"; \
 	[ -e /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \
@@ -233,11 +234,11 @@ $(BPF_BUILD)/pcsys.bpf.o: bpf/pcsys.bpf.c shim/include/pcsys.h $(BPF_VMLINUX)
 $(BPF_BUILD)/pcsys.skel.h: $(BPF_BUILD)/pcsys.bpf.o
 	$(BPFTOOL) gen skeleton $< name pcsys_bpf > $@.tmp && mv $@.tmp $@
 
-SYS_SRCS := bpf/pcsys.c bpf/pcsys_out.c bpf/pcsys_frames.c
+SYS_SRCS := bpf/pcsys.c bpf/pcsys_out.c bpf/pcsys_frames.c bpf/pcsys_unwind.c
 $(SYS_BIN): $(SYS_SRCS) bpf/pcsys_loader.h shim/include/pcsys.h shim/include/pcshim.h shim/include/pchash.h \
   $(BPF_BUILD)/pcsys.skel.h
 	@mkdir -p $(dir $@)
-	cc -O2 -g -Wall -Wextra -Werror -I$(BPF_BUILD) -Ishim/include -Ibpf -o $@ $(SYS_SRCS) -lbpf -lelf -lz
+	cc -O2 -g -Wall -Wextra -Werror -I$(BPF_BUILD) -Ishim/include -Ibpf -o $@ $(SYS_SRCS) -lbpf -ldw -lelf -lz
 
 # --- fuzzing: coverage-guided (AFL++ through cargo-afl, stable Rust); docs/HARDENING.md ---
 FUZZ_SECONDS ?= 600

@@ -134,6 +134,152 @@ static __always_inline struct pcsys_event *reserve(void)
     return e;
 }
 
+/* Bytes of user stack to copy with each stack (0: none), set by the loader. */
+const volatile __u32 ustack_bytes = 0;
+
+/* One PCSYS_USTACK record per CPU being built (too large for the BPF stack). */
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct pcsys_ustack);
+} ustack_scratch SEC(".maps");
+
+/* Processes whose executable mappings were sent (tgid -> 1); cleared when they map code or exec. */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u32);
+    __type(value, __u32);
+} maps_sent SEC(".maps");
+
+/* Threads inside an mmap of executable memory (tid -> 1). */
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u32);
+    __type(value, __u32);
+} mmap_exec SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct pcsys_maps);
+} maps_scratch SEC(".maps");
+
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task, __u64 addr) __weak __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __weak __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __weak __ksym;
+
+#define VM_EXEC_ 0x4
+
+/* The current process's executable file mappings as a PCSYS_MAPS record, once until it maps more
+ * code: the loader then unwinds its stacks without /proc, which is gone once it has ended. */
+static __always_inline void send_maps(__u64 ts)
+{
+    __u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32), zero = 0, one = 1;
+    if (bpf_map_lookup_elem(&maps_sent, &tgid))
+        return;
+    struct pcsys_maps *m = bpf_map_lookup_elem(&maps_scratch, &zero);
+    if (!m)
+        return;
+    m->ts_ns = ts;
+    m->kind = PCSYS_MAPS;
+    m->pid = tgid;
+    m->flags = 0;
+    __u32 n = 0;
+    struct bpf_iter_task_vma it;
+    struct vm_area_struct *vma;
+    bpf_iter_task_vma_new(&it, bpf_get_current_task_btf(), 0);
+    while ((vma = bpf_iter_task_vma_next(&it))) {
+        if (!(vma->vm_flags & VM_EXEC_) || !vma->vm_file)
+            continue;
+        if (n >= PCSYS_MAPS_MAX) {
+            m->flags |= PCSYS_F_MAPS_CUT;
+            break;
+        }
+        struct pcsys_map *o = &m->maps[n];
+        struct inode *inode = BPF_CORE_READ(vma, vm_file, f_inode);
+        o->start = vma->vm_start;
+        o->end = vma->vm_end;
+        o->pgoff = (__u64)vma->vm_pgoff << 12;
+        o->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+        o->ino = BPF_CORE_READ(inode, i_ino);
+        n++;
+    }
+    bpf_iter_task_vma_destroy(&it);
+    m->n = n;
+    if (bpf_ringbuf_output(&events, m, sizeof(*m), 0) == 0)
+        bpf_map_update_elem(&maps_sent, &tgid, &one, BPF_ANY);
+    else
+        __sync_fetch_and_add(&lost_events, 1);
+}
+
+/* Copy `want` bytes from the user stack at `sp`, or, when that runs past the stack's mapping, as
+ * much of it as the page holding `sp` and the next ones allow: the length copied. */
+static __always_inline __u32 copy_stack(struct pcsys_ustack *s, __u64 sp, __u32 want)
+{
+    if (want >= PCSYS_STACK_COPY && !bpf_probe_read_user(s->data, PCSYS_STACK_COPY, (const void *)sp))
+        return PCSYS_STACK_COPY;
+    if (want >= PCSYS_STACK_COPY / 2 && !bpf_probe_read_user(s->data, PCSYS_STACK_COPY / 2, (const void *)sp))
+        return PCSYS_STACK_COPY / 2;
+    __u32 rest = 4096 - (__u32)(sp & 4095);
+    if (rest > want)
+        rest = want;
+    rest &= PCSYS_STACK_COPY - 1; /* the verifier's bound; never changes a value <= 4096 */
+    if (rest && !bpf_probe_read_user(s->data, rest, (const void *)sp))
+        return rest;
+    return 0;
+}
+
+/* The user registers and stack of the current thread as a PCSYS_USTACK record after `e` (which
+ * says so with PCSYS_F_USTACK): the loader unwinds code without frame pointers from them. */
+static __always_inline void send_ustack(struct pcsys_event *e)
+{
+    __u32 want = ustack_bytes, zero = 0;
+    if (!want)
+        return;
+    send_maps(e->ts_ns);
+    struct pcsys_ustack *s = bpf_map_lookup_elem(&ustack_scratch, &zero);
+    if (!s)
+        return;
+    struct task_struct *task = bpf_get_current_task_btf();
+    struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+    if (!r)
+        return;
+    s->ts_ns = e->ts_ns;
+    s->kind = PCSYS_USTACK;
+    s->tid = e->tid;
+    s->regs[0] = BPF_CORE_READ(r, ax);
+    s->regs[1] = BPF_CORE_READ(r, dx);
+    s->regs[2] = BPF_CORE_READ(r, cx);
+    s->regs[3] = BPF_CORE_READ(r, bx);
+    s->regs[4] = BPF_CORE_READ(r, si);
+    s->regs[5] = BPF_CORE_READ(r, di);
+    s->regs[6] = BPF_CORE_READ(r, bp);
+    s->regs[7] = BPF_CORE_READ(r, sp);
+    s->regs[8] = BPF_CORE_READ(r, r8);
+    s->regs[9] = BPF_CORE_READ(r, r9);
+    s->regs[10] = BPF_CORE_READ(r, r10);
+    s->regs[11] = BPF_CORE_READ(r, r11);
+    s->regs[12] = BPF_CORE_READ(r, r12);
+    s->regs[13] = BPF_CORE_READ(r, r13);
+    s->regs[14] = BPF_CORE_READ(r, r14);
+    s->regs[15] = BPF_CORE_READ(r, r15);
+    s->regs[16] = BPF_CORE_READ(r, ip);
+    s->reserved = 0;
+    __u32 len = copy_stack(s, s->regs[7], want);
+    s->len = len;
+    __u64 size = __builtin_offsetof(struct pcsys_ustack, data) + (len & (PCSYS_STACK_COPY * 2 - 1));
+    if (size > sizeof(*s))
+        size = sizeof(*s);
+    if (bpf_ringbuf_output(&events, s, size, 0) == 0)
+        e->flags |= PCSYS_F_USTACK;
+    else
+        __sync_fetch_and_add(&lost_events, 1);
+}
+
 static __always_inline void take_stack(void *ctx, struct pcsys_event *e)
 {
     __u32 want = stack_frames;
@@ -141,6 +287,7 @@ static __always_inline void take_stack(void *ctx, struct pcsys_event *e)
         want = PCSYS_MAX_FRAMES;
     long n = bpf_get_stack(ctx, e->frames, want * sizeof(struct pcsys_frame), BPF_F_USER_STACK_ | BPF_F_USER_BUILD_ID_);
     e->nframes = n > 0 ? (int)(n / sizeof(struct pcsys_frame)) : 0;
+    send_ustack(e);
 }
 
 static __always_inline void user_path(struct pcsys_event *e, int slot, __u64 uptr)
@@ -361,6 +508,13 @@ SEC("tracepoint/raw_syscalls/sys_enter")
 int on_sys_enter(struct trace_event_raw_sys_enter *ctx)
 {
     __u32 kind, variant;
+    if (ctx->id == 9 && (ctx->args[2] & 4 /* PROT_EXEC */) && ustack_bytes) { /* mmap of code */
+        __u64 id = bpf_get_current_pid_tgid();
+        __u32 tid = (__u32)id, one = 1;
+        if (follow_state((__u32)(id >> 32)))
+            bpf_map_update_elem(&mmap_exec, &tid, &one, BPF_ANY);
+        return 0;
+    }
     if (!classify(ctx->id, &kind, &variant))
         return 0;
     if (kind == PCSYS_SET_HINT && ctx->args[1] != F_SET_RW_HINT)
@@ -371,6 +525,13 @@ int on_sys_enter(struct trace_event_raw_sys_enter *ctx)
 SEC("tracepoint/raw_syscalls/sys_exit")
 int on_sys_exit(struct trace_event_raw_sys_exit *ctx)
 {
+    __u64 id = bpf_get_current_pid_tgid();
+    __u32 tid = (__u32)id, tgid = (__u32)(id >> 32);
+    if (bpf_map_lookup_elem(&mmap_exec, &tid)) { /* new code mapped: its table is sent again */
+        bpf_map_delete_elem(&mmap_exec, &tid);
+        bpf_map_delete_elem(&maps_sent, &tgid);
+        return 0;
+    }
     if (follow_state((__u32)(bpf_get_current_pid_tgid() >> 32)) != PCSYS_FOLLOW)
         return 0;
     return on_exit(ctx);
@@ -524,6 +685,7 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
     /* until the loader decides from the program's ELF (the shim's or ours), its calls are sent */
     __u32 state = PCSYS_FOLLOW;
     bpf_map_update_elem(&procs, &tgid, &state, BPF_ANY);
+    bpf_map_delete_elem(&maps_sent, &tgid);
     struct pcsys_event *e = reserve();
     if (!e)
         return 0;
@@ -556,6 +718,7 @@ int BPF_PROG(on_exit_proc, struct task_struct *p, bool group_dead)
     if (!group_dead || !follow_state(tgid))
         return 0;
     bpf_map_delete_elem(&procs, &tgid);
+    bpf_map_delete_elem(&maps_sent, &tgid);
     long code = BPF_CORE_READ(p, signal, group_exit_code);
     if (!code)
         code = p->exit_code;

@@ -78,7 +78,7 @@ static int fail_load(const char *what, int err)
 
 struct args {
     const char *out, *preload;
-    unsigned rb_mib;
+    unsigned rb_mib, stack_copy;
     int frames, only_unreachable, probe, npids;
     double duration;
     unsigned pids[MAX_PIDS];
@@ -87,7 +87,7 @@ struct args {
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: pcsys-capture -o DIR [--auto] [--preload SO] [--frames N] [--ringbuf-mib N] -- CMD [ARGS...]\n"
+    fprintf(to, "usage: pcsys-capture -o DIR [--auto] [--preload SO] [--frames N] [--ringbuf-mib N] [--stack-copy B] -- CMD [ARGS...]\n"
                 "       pcsys-capture -o DIR --pid PID[,PID...] [--duration S] [--auto] [--frames N]\n"
                 "       pcsys-capture --probe\n");
 }
@@ -113,11 +113,12 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"duration", required_argument, 0, 'd'}, {"frames", required_argument, 0, 'f'},
         {"auto", no_argument, 0, 'a'}, {"preload", required_argument, 0, 'l'},
         {"ringbuf-mib", required_argument, 0, 'b'}, {"probe", no_argument, 0, 'P'},
+        {"stack-copy", required_argument, 0, 's'},
         {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0},
     };
     int c;
     char *end;
-    while ((c = getopt_long(argc, argv, "+o:p:d:f:al:b:Pvh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+o:p:d:f:al:b:s:Pvh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': a->out = optarg; break;
         case 'p':
@@ -149,6 +150,14 @@ static int parse_args(int argc, char **argv, struct args *a)
                 return 2;
             }
             break;
+        case 's':
+            /* bytes of user stack sent with each stack for unwinding (0: frame pointers only) */
+            a->stack_copy = (unsigned)strtoul(optarg, &end, 10);
+            if (*end || a->stack_copy > PCSYS_STACK_COPY) {
+                fprintf(stderr, "pcsys-capture: --stack-copy %s: expected 0..%d bytes\n", optarg, PCSYS_STACK_COPY);
+                return 2;
+            }
+            break;
         case 'P': a->probe = 1; break;
         case 'v': g_verbose = 1; break;
         case 'h': usage(stdout); return 0;
@@ -170,6 +179,7 @@ static int open_program(const struct args *a, struct pcsys_bpf **skel_out)
         return fail_load("cannot open the BPF program", errno ? errno : EINVAL);
     /* the signature's frames, and room for the C library's wrappers skipped before them */
     skel->rodata->stack_frames = (unsigned)a->frames + 4 < PCSYS_MAX_FRAMES ? (unsigned)a->frames + 4 : PCSYS_MAX_FRAMES;
+    skel->rodata->ustack_bytes = a->stack_copy;
     int err = bpf_map__set_max_entries(skel->maps.events, a->rb_mib << 20);
     if (!err)
         err = pcsys_bpf__load(skel);
@@ -191,9 +201,21 @@ static int g_procs_fd = -1;
 static int on_event(void *ctx, void *data, size_t size)
 {
     (void)ctx;
-    if (size < sizeof(struct pcsys_event))
-        return 0;
     const struct pcsys_event *e = data;
+    if (size >= sizeof(struct pcsys_maps) && e->kind == PCSYS_MAPS) {
+        unwind_maps(data);
+        return 0;
+    }
+    if (size >= offsetof(struct pcsys_ustack, data) && e->kind == PCSYS_USTACK) {
+        e = unwind_take(data, size);
+        if (!e)
+            return 0;
+    } else if (size < sizeof(struct pcsys_event)) {
+        return 0;
+    } else if (e->flags & PCSYS_F_USTACK) {
+        unwind_keep(e); /* until its stack, the next record of its thread */
+        return 0;
+    }
     if (out_event(e)) {
         __u32 pid = e->pid, quiet = PCSYS_QUIET;
         bpf_map_update_elem(g_procs_fd, &pid, &quiet, BPF_EXIST);
@@ -256,6 +278,10 @@ static void run(const struct args *a, struct ring_buffer *rb, pid_t child, int *
     double until = a->duration > 0 ? now_s() + a->duration : 0;
     for (;;) {
         int n = ring_buffer__poll(rb, POLL_MS);
+        /* The BPF program wakes the poll only when the ring is an eighth full: read what came
+         * since, so events are read while their processes still run (their maps, for unwinding) */
+        if (n == 0)
+            n = ring_buffer__consume(rb);
         if (n < 0 && n != -EINTR) {
             fprintf(stderr, "pcsys-capture: reading the ring buffer: %s\n", strerror(-n));
             break;
@@ -294,7 +320,7 @@ static int exit_status(int ws) { return WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : W
 
 int main(int argc, char **argv)
 {
-    struct args a = {.rb_mib = 64, .frames = 12};
+    struct args a = {.rb_mib = 64, .frames = 12, .stack_copy = PCSYS_STACK_COPY};
     int status = parse_args(argc, argv, &a);
     if (status >= 0)
         return status;
@@ -312,6 +338,7 @@ int main(int argc, char **argv)
     struct out_opts o = {.dir = a.out, .frames = a.frames, .only_unreachable = a.only_unreachable};
     out_init(&o);
     frames_init();
+    unwind_init();
     struct ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, NULL, NULL);
     if (!rb) {
         pcsys_bpf__destroy(skel);
@@ -343,6 +370,7 @@ int main(int argc, char **argv)
     run(&a, rb, child, &ws);
     pcsys_bpf__detach(skel);
     ring_buffer__consume(rb);
+    unwind_drain();
     out_finish(skel->bss->lost_events);
     status = child ? exit_status(ws) : 0;
     write_summary(&a, skel, status);

@@ -137,6 +137,15 @@ static struct module *module_at(const char *path)
     return m;
 }
 
+int module_build_id(const char *path, unsigned char id[PCSYS_BUILD_ID_SIZE])
+{
+    struct module *m = module_at(path);
+    if (!m || !m->has_build_id)
+        return 0;
+    memcpy(id, m->build_id, PCSYS_BUILD_ID_SIZE);
+    return 1;
+}
+
 int elf_has_interp(const char *path)
 {
     struct module *m = module_at(path);

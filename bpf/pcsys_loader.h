@@ -1,6 +1,7 @@
-/* pcsys_loader.h: what the three files of the loader `pcsys-capture` share: pcsys.c (the command
+/* pcsys_loader.h: what the four files of the loader `pcsys-capture` share: pcsys.c (the command
  * line, the BPF program, the run), pcsys_out.c (process images and their shim-format logs, file
- * paths) and pcsys_frames.c (modules, frames and signatures). */
+ * paths), pcsys_frames.c (modules, frames and signatures) and pcsys_unwind.c (call paths of code
+ * without frame pointers, from copied user stacks). */
 #ifndef PCSYS_LOADER_H
 #define PCSYS_LOADER_H
 
@@ -29,8 +30,29 @@ uint64_t frames_signature(const struct pcsys_event *e, const char *exe, int fram
 void frames_init(void);
 /* Forget what was read of process `pid`'s mappings (it exec'd or ended). */
 void frames_forget(uint32_t pid);
+/* The GNU build id of the ELF file `path` zero-padded into `id` (1), or 0 when it has none. */
+int module_build_id(const char *path, unsigned char id[PCSYS_BUILD_ID_SIZE]);
 /* Does the ELF file `path` have a PT_INTERP (1), none (0), or can it not be read (-1)? */
 int elf_has_interp(const char *path);
+
+/* ---------- pcsys_unwind.c ---------- */
+
+/* Hold an event with PCSYS_F_USTACK until its stack arrives. */
+void unwind_keep(const struct pcsys_event *e);
+/* A PCSYS_USTACK record: the event held for its thread, its frames replaced by the unwound call
+ * path when the unwinding found one (NULL: no event was held). Valid until the next call. */
+const struct pcsys_event *unwind_take(const void *data, size_t size);
+/* Send every event still held (the end of the run) to out_event as it is. */
+void unwind_drain(void);
+/* Forget process `pid`'s modules (it exec'd or ended). */
+void unwind_forget(uint32_t pid);
+/* A PCSYS_MAPS record: process `m->pid`'s modules from now on. */
+void unwind_maps(const struct pcsys_maps *m);
+/* Learn the path of file (dev in kernel encoding, ino); of a program and its interpreter; the
+ * loader's own modules (at start). */
+void unwind_learn(uint64_t dev, uint64_t ino, const char *path);
+void unwind_learn_exec(const char *exe);
+void unwind_init(void);
 
 /* ---------- pcsys_out.c ---------- */
 

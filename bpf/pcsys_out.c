@@ -135,6 +135,7 @@ static void image_end(struct image *im)
         txt(im, line, (size_t)n);
     }
     frames_forget(im->pid);
+    unwind_forget(im->pid);
     struct image **pp = &g_images;
     while (*pp != im)
         pp = &(*pp)->next;
@@ -167,6 +168,8 @@ static struct image *image_new(uint32_t pid, uint32_t ppid, const char *exe, con
     im->pid = pid;
     im->ppid = ppid;
     im->exe = strdup(exe ? exe : "?");
+    if (exe)
+        unwind_learn_exec(exe);
     char here[PATH_MAX];
     const char *c = proc_link(pid, "cwd", here, sizeof here);
     im->cwd = strdup(c ? c : cwd ? cwd : "/");
@@ -478,6 +481,10 @@ static int call_record(const struct pcsys_event *e, struct pcshim_record *r)
         break;
     default: return 0;
     }
+    /* O_DIRECT as the description has it at the call (set by open or by fcntl F_SETFL), as the
+     * shim marks it: the bytes bypassed the page cache */
+    if (r->op == PCSHIM_OP_WRITE && e->kind != PCSYS_MSYNC && (e->file.f_flags & O_DIRECT))
+        r->flags |= PCSHIM_VIA_DIRECT;
     return 1;
 }
 
@@ -488,6 +495,7 @@ static void learn_open(const struct pcsys_event *e)
     if (!fd_path(e->pid, (int)e->ret, e->file.dev, e->file.ino, p, sizeof p))
         resolve(e->pid, (long)e->arg[0], e->path[0], p, sizeof p);
     inode_set(e->file.dev, e->file.ino, p);
+    unwind_learn(e->file.dev, e->file.ino, p); /* a library the dynamic loader opens, for unwinding */
 }
 
 /* rename and unlink: records named by path. */

@@ -45,6 +45,16 @@ typedef __u8 pcsys_u8;
 #define PCSYS_URING_IOVECS 64
 /* GNU build id bytes (as in struct bpf_stack_build_id). */
 #define PCSYS_BUILD_ID_SIZE 20
+/* Bytes of user stack above the stack pointer copied with an event (a PCSYS_USTACK record) when
+ * the loader asks for them: the loader unwinds them with the modules' call-frame information, which
+ * code built without frame pointers (most C and C++ programs, and the C library's system-call
+ * wrappers) needs. 8 KiB holds a dozen or more frames of ordinary code. */
+#define PCSYS_STACK_COPY 8192
+/* The user registers sent with the copy, in DWARF x86-64 numbering: rax rdx rcx rbx rsi rdi rbp
+ * rsp r8..r15 rip. */
+#define PCSYS_UREGS 17
+/* File-backed executable mappings sent per PCSYS_MAPS record (more are cut: PCSYS_F_MAPS_CUT). */
+#define PCSYS_MAPS_MAX 192
 
 /* The warning line ("W captured: <program>\n") the loader writes in the logs of an image it
  * records under auto: the converter then does not count the shim's "W static: <program>" for it
@@ -79,6 +89,12 @@ enum pcsys_kind {
                            * bytes asked for (WRITEV: the sum of the first PCSYS_URING_IOVECS
                            * iovecs), arg[1] the opcode, arg[2] the fd or fixed-file index */
     PCSYS_URING_FSYNC,    /* an io_uring fsync submitted: file, arg[0] 1 for IORING_FSYNC_DATASYNC */
+    PCSYS_USTACK,         /* not an event: a struct pcsys_ustack, the user stack of the event before
+                           * it from the same thread (that event has PCSYS_F_USTACK) */
+    PCSYS_MAPS,           /* not an event: a struct pcsys_maps, the process's executable file
+                           * mappings, sent before its first stack copy and again after it maps
+                           * more code (dlopen) or execs: the loader unwinds with them, so the
+                           * modules are known even once the process has ended */
 };
 
 /* Values of the `procs` map. */
@@ -96,6 +112,8 @@ enum pcsys_flags {
     PCSYS_F_SQPOLL = 1u << 2,     /* submitted by an io_uring SQPOLL thread: no user stack */
     PCSYS_F_IOV_CUT = 1u << 3,    /* a WRITEV with more iovecs than PCSYS_URING_IOVECS */
     PCSYS_F_FIXED = 1u << 4,      /* an io_uring request on a registered file: arg[2] is its index */
+    PCSYS_F_USTACK = 1u << 5,     /* a PCSYS_USTACK record of the same thread follows in the ring */
+    PCSYS_F_MAPS_CUT = 1u << 6,   /* a PCSYS_MAPS record with more mappings than PCSYS_MAPS_MAX */
 };
 
 /* frame.status, as struct bpf_stack_build_id's */
@@ -139,7 +157,37 @@ struct pcsys_event {
     struct pcsys_frame frames[PCSYS_MAX_FRAMES];
 };
 
+/* The user stack of an event (PCSYS_F_USTACK): registers and the bytes from rsp up. `ts_ns` and
+ * `kind` at the offsets of struct pcsys_event's, so a reader tells the two apart by `kind`. */
+struct pcsys_ustack {
+    pcsys_u64 ts_ns;
+    pcsys_u32 kind; /* PCSYS_USTACK */
+    pcsys_u32 tid;
+    pcsys_u64 regs[PCSYS_UREGS];
+    pcsys_u32 len; /* bytes of `data` copied (0: the stack could not be read) */
+    pcsys_u32 reserved;
+    unsigned char data[PCSYS_STACK_COPY];
+};
+
+/* One executable file mapping: [start, end) maps the file (dev in kernel encoding, ino) from
+ * byte `pgoff`. */
+struct pcsys_map {
+    pcsys_u64 start, end, pgoff, dev, ino;
+};
+
+/* A process's executable file mappings. `ts_ns` and `kind` at the offsets of pcsys_event's. */
+struct pcsys_maps {
+    pcsys_u64 ts_ns;
+    pcsys_u32 kind; /* PCSYS_MAPS */
+    pcsys_u32 pid;
+    pcsys_u32 n;
+    pcsys_u32 flags; /* PCSYS_F_MAPS_CUT */
+    struct pcsys_map maps[PCSYS_MAPS_MAX];
+};
+
 _Static_assert(sizeof(struct pcsys_frame) == 32, "frame layout");
+_Static_assert(sizeof(struct pcsys_maps) == 24 + 40 * PCSYS_MAPS_MAX, "maps layout");
+_Static_assert(sizeof(struct pcsys_ustack) == 160 + PCSYS_STACK_COPY, "ustack layout");
 _Static_assert(sizeof(struct pcsys_event) == 136 + 2 * PCSYS_PATH_MAX + 32 * PCSYS_MAX_FRAMES, "event layout");
 
 #endif
