@@ -210,7 +210,7 @@ static __always_inline void send_maps(__u64 ts)
     }
     bpf_iter_task_vma_destroy(&it);
     m->n = n;
-    if (bpf_ringbuf_output(&events, m, sizeof(*m), 0) == 0)
+    if (bpf_ringbuf_output(&events, m, sizeof(*m), BPF_RB_NO_WAKEUP) == 0)
         bpf_map_update_elem(&maps_sent, &tgid, &one, BPF_ANY);
     else
         __sync_fetch_and_add(&lost_events, 1);
@@ -274,7 +274,7 @@ static __always_inline void send_ustack(struct pcsys_event *e)
     __u64 size = __builtin_offsetof(struct pcsys_ustack, data) + (len & (PCSYS_STACK_COPY * 2 - 1));
     if (size > sizeof(*s))
         size = sizeof(*s);
-    if (bpf_ringbuf_output(&events, s, size, 0) == 0)
+    if (bpf_ringbuf_output(&events, s, size, BPF_RB_NO_WAKEUP) == 0)
         e->flags |= PCSYS_F_USTACK;
     else
         __sync_fetch_and_add(&lost_events, 1);
@@ -287,7 +287,11 @@ static __always_inline void take_stack(void *ctx, struct pcsys_event *e)
         want = PCSYS_MAX_FRAMES;
     long n = bpf_get_stack(ctx, e->frames, want * sizeof(struct pcsys_frame), BPF_F_USER_STACK_ | BPF_F_USER_BUILD_ID_);
     e->nframes = n > 0 ? (int)(n / sizeof(struct pcsys_frame)) : 0;
-    send_ustack(e);
+    /* A walk that fills every frame asked for followed a frame-pointer chain (code without frame
+     * pointers breaks it within a frame or two): the stack copy, which costs the program a few
+     * microseconds per call, is then not needed. */
+    if ((__u32)e->nframes < want)
+        send_ustack(e);
 }
 
 static __always_inline void user_path(struct pcsys_event *e, int slot, __u64 uptr)
