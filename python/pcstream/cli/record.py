@@ -113,6 +113,8 @@ def command(
         if opts.keep_logs is not None:
             raise click.UsageError("--keep-logs is not supported with --block")
         where = Path(output or BLOCK_DEFAULT_OUT)
+        runner.check_command(list(cmd))
+        runner.check_outputs_spare_command(list(vars(loopdev.Outputs.at(where)).values()), list(cmd))
         for early in runner.early_warnings(list(cmd), runner.shim_path()):
             warn(early)
         block_opts = dataclasses.replace(opts, ssd=resolve_ssd(opts.ssd))
