@@ -224,6 +224,16 @@ def _claim(path: str) -> None:
     claimed[real] = path
 
 
+def check_output_name(path: str) -> str:
+    """A usage error when the output name ``path`` (a file or a directory) is not valid UTF-8: the
+    engine takes paths as text, and finding out after the work would lose it."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{shown(path)}: the output name is not valid UTF-8; give a name in UTF-8") from None
+    return path
+
+
 def check_output(path: str, inputs: Iterable[str] = (), *, quiet: bool = False) -> str:
     """The output-path policy of every verb that writes a file (see the module documentation):
     refuse (a usage error) a name that is not UTF-8, an output the command already named, an

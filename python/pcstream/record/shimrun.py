@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import BadParameter, Failure, InputError, check_output
+from pcstream.errors import BadParameter, Failure, InputError, check_output, check_output_name
 from pcstream.options import MAX_FRAMES, METHODS, VIAS, RecordOptions
 from pcstream.record import bpfrun, jvm, runner
 from pcstream.record.symbols import symbolize_or_warn
@@ -152,7 +152,7 @@ def record(
     for warning in early:
         if say is not None:
             say(warning)
-    keep_logs = Path(options.keep_logs) if options.keep_logs else None
+    keep_logs = Path(check_output_name(options.keep_logs)) if options.keep_logs else None
     if keep_logs is not None:
         keep_logs.mkdir(parents=True, exist_ok=True)
         logdir = keep_logs
@@ -256,7 +256,7 @@ def summary_line(out: Path, s: dict[str, Any]) -> str:
 def lost_note(s: dict[str, Any]) -> str:
     """The warning for process images whose logs are incomplete, with what is known of the loss:
     records their end lines count beyond what their logs hold, and bytes of records and lines
-    cut short. A process killed before its end line leaves no count."""
+    cut short (a lower bound: a process without an end line leaves no count)."""
     lost = ", ".join(str(p) for p in s["lost_processes"])
     counts = []
     if s.get("lost_records"):
@@ -266,5 +266,5 @@ def lost_note(s: dict[str, Any]) -> str:
     return (
         f"records lost: process(es) {lost} ended without flushing "
         "(killed, or a file-size limit or a full disk cut its log short); "
-        + ("lost: " + ", ".join(counts) if counts else "how many is not known (no end line)")
+        + (f"lost at least: {', '.join(counts)}" if counts else "how many is not known (no end line)")
     )
