@@ -189,13 +189,42 @@ def test_a_log_cut_by_a_file_size_limit_counts_the_records_lost(tmp_path: Path) 
     assert (proc.returncode, proc.stdout) == (0, "done\n"), proc.stderr
     assert (tmp_path / "f").read_text() == "x\n" * 400
     (bin_,) = logs.glob("*.bin")
-    logged = int(re.search(rb"^E (\d+)$", bin_.with_suffix(".txt").read_bytes(), re.M).group(1))
-    size = bin_.stat().st_size
-    assert size == 16 * 512, "the shim's log stopped at the limit"
-    kept, torn = divmod(size - 32, 88)
-    assert logged > kept
-    assert f"lost at least: {logged - kept} records their end lines count but their logs miss" in proc.stderr
+    assert bin_.stat().st_size == 16 * 512, "the shim's log stopped at the limit"
+    lost, torn = _expected_loss(logs)
+    assert f"lost at least: {lost} records their end lines count but their logs miss" in proc.stderr
     assert f"{torn} bytes of records and lines cut short" in proc.stderr
+
+
+def _expected_loss(logs: Path) -> tuple[int, int]:
+    """(records the end line counts beyond the .bin's whole records, bytes of its torn record)."""
+    (bin_,) = logs.glob("*.bin")
+    logged = int(re.search(rb"^E (\d+)$", bin_.with_suffix(".txt").read_bytes(), re.M).group(1))
+    kept, torn = divmod(bin_.stat().st_size - 32, 88)
+    assert logged > kept
+    return logged - kept, torn
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_log_cut_by_a_full_disk_counts_the_records_lost(tmp_path: Path) -> None:
+    """The logs on a 64 KiB tmpfs that fills up: the program runs to its end, record writes the
+    trace of what was kept and counts the records the end line has beyond the .bin."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        script = "i=0; while [ $i -lt 3000 ]; do echo x >> f; i=$((i+1)); done; echo done"
+        keep = ("--keep-logs", str(disk / "logs"))
+        proc = subprocess.run(
+            [*RECORD, "--via", "shim", *keep, "-o", "t.parquet", "--", "sh", "-c", script],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert (proc.returncode, proc.stdout) == (0, "done\n"), proc.stderr
+        assert (tmp_path / "f").read_text() == "x\n" * 3000 and (tmp_path / "t.parquet").is_file()
+        lost, _torn = _expected_loss(disk / "logs")
+        assert f"lost at least: {lost} records their end lines count but their logs miss" in proc.stderr
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
 
 
 # --------------------------------------------------------------------------- Ctrl-C at start-up
