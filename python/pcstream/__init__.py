@@ -25,10 +25,8 @@ hints) it is where stages are put together. Importing this package does not load
 
 from __future__ import annotations
 
-from typing import Any
 
-
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> str:
     # The version is looked up when asked for, not at import: the ``pcstream`` command imports
     # this package before it can handle Ctrl-C (pcstream/__main__.py), so importing it stays
     # instant.
