@@ -217,9 +217,10 @@ def _claim(path: str) -> None:
             with contextlib.suppress(OSError):
                 same = os.path.samefile(path, other)
         if same:
+            names = "" if other == path else f" ({shown(other)} and {shown(path)})"
             raise UsageError(
-                f"{shown(path)}: named for two outputs ({shown(other)} and {shown(path)}); each would "
-                "replace the other: give each output its own file"
+                f"{shown(path)}: named for two outputs{names}; each would replace the other: "
+                "give each output its own file"
             )
     claimed[real] = path
 
