@@ -25,11 +25,19 @@ hints) it is where stages are put together. Importing this package does not load
 
 from __future__ import annotations
 
-from importlib import metadata
 
-try:
-    __version__ = metadata.version("pcstream")
-except metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+def __getattr__(name: str) -> str:
+    # The version is looked up when asked for, not at import: the ``pcstream`` command imports
+    # this package before it can handle Ctrl-C (pcstream/__main__.py), so importing it stays
+    # instant.
+    if name != "__version__":
+        raise AttributeError(f"module 'pcstream' has no attribute {name!r}")
+    from importlib import metadata
+
+    try:
+        return metadata.version("pcstream")
+    except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
 
 __all__ = ["__version__"]

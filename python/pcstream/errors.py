@@ -13,16 +13,21 @@ target that is not a regular file (device node, FIFO, directory) is refused as a
 left alone; so is an output that is one of the command's inputs; an existing regular file is
 replaced, with a one-line notice on stderr. Files are written to ``PATH.tmp-PID`` and renamed
 into place at the end, so an error, Ctrl-C or SIGTERM leaves neither a partial output nor the
-temporary file.
+temporary file. Within one command (:func:`one_command`, which the CLI opens around each
+invocation), two outputs on one file (the same path after realpath, or the same inode) are refused:
+the one written last would silently replace the other. An output name that is not valid UTF-8
+(the engine takes paths as text) is refused too, before any work.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -179,10 +184,67 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def shown(path: str) -> str:
+    """``path`` printable: bytes that are not UTF-8 (kept by Python as surrogates) as ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+# The outputs named so far by the command in progress (output's realpath -> the name given), or
+# None outside one (the library used directly: one process may write a file twice, in turn).
+_outputs: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("outputs", default=None)
+
+
+@contextlib.contextmanager
+def one_command() -> Iterator[None]:
+    """While inside, :func:`check_output` refuses an output already named (see the module doc)."""
+    token = _outputs.set({})
+    try:
+        yield
+    finally:
+        _outputs.reset(token)
+
+
+def _claim(path: str) -> None:
+    """Note ``path`` as an output of the command in progress; a usage error if another output of
+    it is the same file."""
+    claimed = _outputs.get()
+    if claimed is None:
+        return
+    real = os.path.realpath(path)
+    for other_real, other in claimed.items():
+        same = other_real == real
+        if not same:
+            with contextlib.suppress(OSError):
+                same = os.path.samefile(path, other)
+        if same:
+            names = "" if other == path else f" ({shown(other)} and {shown(path)})"
+            raise UsageError(
+                f"{shown(path)}: named for two outputs{names}; each would replace the other: "
+                "give each output its own file"
+            )
+    claimed[real] = path
+
+
+def check_output_name(path: str) -> str:
+    """A usage error when the output name ``path`` (a file or a directory) is not valid UTF-8: the
+    engine takes paths as text, and finding out after the work would lose it."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{shown(path)}: the output name is not valid UTF-8; give a name in UTF-8") from None
+    return path
+
+
 def check_output(path: str, inputs: Iterable[str] = (), *, quiet: bool = False) -> str:
     """The output-path policy of every verb that writes a file (see the module documentation):
-    refuse (a usage error) an existing ``path`` that is not a regular file or that is one of
-    ``inputs``; note on stderr that an existing regular file will be replaced (unless ``quiet``)."""
+    refuse (a usage error) a name that is not UTF-8, an output the command already named, an
+    existing ``path`` that is not a regular file or that is one of ``inputs``; note on stderr that
+    an existing regular file will be replaced (unless ``quiet``)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{shown(path)}: the output name is not valid UTF-8; give a name in UTF-8") from None
+    _claim(path)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -248,6 +310,9 @@ def describe(exc: BaseException, spelling: Callable[[str], str] | None = None) -
         return one_line(str(exc)), kind
     if isinstance(exc, Terminated):
         return "terminated (SIGTERM); nothing was written", Kind.TERMINATED
+    if isinstance(exc, UnicodeEncodeError) and exc.reason == "surrogates not allowed":
+        # A name from the command line that is not UTF-8 reached the engine, which takes text.
+        return f"{shown(str(exc.object))}: not valid UTF-8; give names and arguments in UTF-8", Kind.USAGE
     if isinstance(exc, ImportError) and exc.name == "pcstream._engine":
         return (
             "the engine module pcstream._engine is not built; run 'make install' (or 'maturin develop')",

@@ -8,7 +8,9 @@ pcstream, destroys a file or leaves garbage. One test per class of the hostile-i
 4. leftovers: SIGTERM and a full disk leave no temporary or truncated file;
 5. record checks its output before it runs the program; a non-executable program is 126;
 6. every trace pcstream writes carries its metadata in the Arrow schema (pyarrow alone);
-7. a closed stdout pipe ends quietly with 141; a corrupt --table is an input error (3).
+7. a closed stdout pipe ends quietly with 141; a corrupt --table is an input error (3);
+8. output names: one that is not UTF-8 is a usage error (2) on every verb that writes, before any
+   work; two outputs of one command on one file are refused (2).
 """
 
 from __future__ import annotations
@@ -436,3 +438,58 @@ def test_a_corrupt_table_is_an_input_error(tmp_path: Path) -> None:
     run = invoke("simulate", trace, "--policy", "pcstream", "--ssd", "small", "--no-timing", "--table", table)
     assert_user_error(run, INPUT, "table.json")
     assert table.read_text() == '{"format": 1, "pcs": ['
+
+
+# --------------------------------------------------------------------------- 8. output names
+
+# An output name that is not UTF-8, as a shell passes $'\xff.parquet' (Python keeps the byte as a
+# surrogate; the subprocess gets the byte back).
+NOT_UTF8 = os.fsdecode(b"\xff")
+
+
+def test_output_names_that_are_not_utf8_are_usage_errors_on_every_verb_that_writes(tmp_path: Path) -> None:
+    trace = small_trace(tmp_path / "t.parquet")
+    bad = tmp_path / f"{NOT_UTF8}.out"
+    simulate = ("simulate", trace, "--policy", "pcstream", "--ssd", "small")
+    for args in (
+        ("gen", "uniform", "--capacity-pages", "4096", "--writes", "100", "-o", bad),
+        ("import", "msr", msr(tmp_path / "in.csv"), "-o", bad),
+        ("map", trace, "-o", bad),
+        ("record", "-o", bad, "--", "true"),
+        ("record", "--keep-logs", bad, "--", "true"),
+        (*simulate, "--cdf", bad),
+        (*simulate, "--table", bad),
+        ("compare", trace, "--ssd", "small", "--policies", "baseline", "--results", bad),
+        ("compare", trace, "--ssd", "small", "--policies", "baseline", "--report", bad),
+    ):
+        line = assert_user_error(run_module(*args, cwd=tmp_path), USAGE, "\\xff.out", "not valid UTF-8")
+        assert not any(b"\xff" in name for name in os.listdir(os.fsencode(tmp_path))), (args, line)
+
+
+def test_a_program_argument_that_is_not_utf8_is_recorded(tmp_path: Path) -> None:
+    # the trace's pcstream.source is text: the argument is written with its byte escaped
+    if not SHIM.is_file():
+        pytest.skip("the record shim is not built (make shim)")
+    run = run_module("record", "-o", "t.parquet", "--via", "shim", "--", "touch", NOT_UTF8, cwd=tmp_path)
+    assert run.status == 0 and (tmp_path / NOT_UTF8).exists(), run.stderr
+    assert tracemeta.footer(tmp_path / "t.parquet")[tracemeta.KEY_SOURCE].endswith("-- touch \\xff")
+
+
+def test_two_outputs_of_one_command_on_one_file_are_refused(tmp_path: Path) -> None:
+    trace = small_trace(tmp_path / "t.parquet")
+    simulate = ("simulate", trace, "--policy", "pcstream", "--ssd", "small")
+    (tmp_path / "old.json").write_text("{}")
+    os.link(tmp_path / "old.json", tmp_path / "hard.json")
+    for cdf, table in (
+        ("x", "x"),  # one name
+        (tmp_path / "x", tmp_path / "sub" / ".." / "x"),  # one file after realpath
+        (tmp_path / "hard.json", tmp_path / "old.json"),  # one inode
+    ):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        line = assert_user_error(invoke(*simulate, "--cdf", cdf, "--table", table), USAGE, "two outputs")
+        assert "give each output its own file" in line
+        assert not (tmp_path / "x").exists() and not Path("x").exists()
+    assert (tmp_path / "old.json").read_text() == "{}"
+    # each on its own file: both written
+    run = invoke(*simulate, "--cdf", tmp_path / "c.csv", "--table", tmp_path / "p.json")
+    assert run.status == 0 and (tmp_path / "c.csv").is_file() and (tmp_path / "p.json").is_file(), run.stderr

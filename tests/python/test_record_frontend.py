@@ -103,8 +103,15 @@ def test_summary_prints_the_counters_that_are_not_zero_and_one_line_per_warning(
         "pcstream record: warning: a static program",
         "pcstream record: warning: 2 process(es) used io_uring",
         "pcstream record: warning: records lost: process(es) 41 ended without flushing "
-        "(killed, or a file-size limit or a full disk cut its log short)",
+        "(killed, or a file-size limit or a full disk cut its log short); "
+        "how many is not known (no end line)",
     ]
+    counted = shimrun.summary_line(Path("t.parquet"), {**base, "lost_processes": [41, 42],
+                                                       "lost_records": 1910, "torn_bytes": 64})  # fmt: skip
+    assert counted.splitlines()[1].endswith(
+        "; lost at least: 1910 records their end lines count but their logs miss, "
+        "64 bytes of records and lines cut short"
+    )
 
 
 def _alive_with(arg: str) -> list[int]:

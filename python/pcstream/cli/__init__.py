@@ -45,7 +45,7 @@ from pcstream.cli._common import (
     classify,
     report,
 )
-from pcstream.errors import Terminated
+from pcstream.errors import Terminated, one_command
 
 
 class _ClosedPipe(Exception):
@@ -72,7 +72,8 @@ class PcstreamGroup(click.Group):
         if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _terminate)
         try:
-            rv = super().main(args, prog_name or "pcstream", complete_var, standalone_mode=False, **extra)
+            with one_command():  # two outputs of this invocation on one file are refused
+                rv = super().main(args, prog_name or "pcstream", complete_var, standalone_mode=False, **extra)
             status = rv if isinstance(rv, int) else EXIT_OK
         except (BrokenPipeError, _ClosedPipe):
             # stdout closed early (e.g. piped into head): stop quietly, with the status of a

@@ -27,6 +27,7 @@ from pcstream.cli._common import (
 from pcstream.cli._common import stdout as stdout_console
 from pcstream.compare import sweep
 from pcstream.compare.jobs import default_jobs
+from pcstream.errors import check_output_name
 from pcstream.options import SimOptions
 from pcstream.report import RunInfo, require, write_report, write_results
 from pcstream.workloads.recipes import SUITE_SSD
@@ -224,6 +225,7 @@ def _checked(
 
 
 def _prepare_dir(path: str) -> None:
+    check_output_name(path)
     if os.path.exists(path) and not os.path.isdir(path):
         raise CliError(f"{path}: exists and is not a directory; give a directory for the output", EXIT_USAGE)
     try:

@@ -10,6 +10,7 @@ import click
 
 from pcstream import compose
 from pcstream.cli._common import epilog, field_options, pack_options, resolve_ssd
+from pcstream.errors import check_output_name
 from pcstream.groundtruth import loopdev
 from pcstream.options import RecordOptions
 from pcstream.record import attach, runner, shimrun
@@ -112,7 +113,9 @@ def command(
     if opts.block:
         if opts.keep_logs is not None:
             raise click.UsageError("--keep-logs is not supported with --block")
-        where = Path(output or BLOCK_DEFAULT_OUT)
+        where = Path(check_output_name(output or BLOCK_DEFAULT_OUT))
+        runner.check_command(list(cmd))
+        runner.check_outputs_spare_command(list(vars(loopdev.Outputs.at(where)).values()), list(cmd))
         for early in runner.early_warnings(list(cmd), runner.shim_path()):
             warn(early)
         block_opts = dataclasses.replace(opts, ssd=resolve_ssd(opts.ssd))

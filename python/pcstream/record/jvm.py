@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import struct
 import subprocess
 import time
@@ -329,6 +330,14 @@ class Image:
     paths: dict[int, str]
 
 
+def _regular(path: Path) -> bool:
+    """``path`` is a regular file (lstat: a symbolic link is not)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 @dataclass
 class JvmLogs:
     """The process images of a log directory that wrote JFR's files (the recorded JVM), and the
@@ -346,6 +355,10 @@ class JvmLogs:
         logs = JvmLogs(jfr_dir, [], {}, {})
         for bin_path in sorted(logdir.glob("*.bin")):
             txt = bin_path.with_suffix(".txt")
+            # The program can make a FIFO with a log's name: reading it would wait for a writer.
+            # The converter warns about such names; here they are left alone.
+            if not (_regular(bin_path) and _regular(txt)):
+                continue
             try:
                 table = txt.read_bytes()
             except OSError:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import BadParameter, Failure, InputError, check_output
+from pcstream.errors import BadParameter, Failure, InputError, check_output, check_output_name
 from pcstream.options import MAX_FRAMES, METHODS, VIAS, RecordOptions
 from pcstream.record import bpfrun, jvm, runner
 from pcstream.record.symbols import symbolize_or_warn
@@ -147,11 +147,12 @@ def record(
     if not 1 <= frames <= MAX_FRAMES:
         raise BadParameter("frames", frames, f"{{param}} {{value}}: out of range; use 1..{MAX_FRAMES}")
     capture, early, notes = plan_capture(cmd, options.via)
+    runner.check_outputs_spare_command([out], cmd)
     check_output_path(out)
     for warning in early:
         if say is not None:
             say(warning)
-    keep_logs = Path(options.keep_logs) if options.keep_logs else None
+    keep_logs = Path(check_output_name(options.keep_logs)) if options.keep_logs else None
     if keep_logs is not None:
         keep_logs.mkdir(parents=True, exist_ok=True)
         logdir = keep_logs
@@ -248,9 +249,22 @@ def summary_line(out: Path, s: dict[str, Any]) -> str:
             line += f"; {s[key]} {what}"
     notes = list(s.get("warnings", []))
     if s.get("lost_processes"):
-        lost = ", ".join(str(p) for p in s["lost_processes"])
-        notes.append(
-            f"records lost: process(es) {lost} ended without flushing "
-            "(killed, or a file-size limit or a full disk cut its log short)"
-        )
+        notes.append(lost_note(s))
     return "\n".join([line, *(f"pcstream record: warning: {note}" for note in notes)])
+
+
+def lost_note(s: dict[str, Any]) -> str:
+    """The warning for process images whose logs are incomplete, with what is known of the loss:
+    records their end lines count beyond what their logs hold, and bytes of records and lines
+    cut short (a lower bound: a process without an end line leaves no count)."""
+    lost = ", ".join(str(p) for p in s["lost_processes"])
+    counts = []
+    if s.get("lost_records"):
+        counts.append(f"{s['lost_records']} records their end lines count but their logs miss")
+    if s.get("torn_bytes"):
+        counts.append(f"{s['torn_bytes']} bytes of records and lines cut short")
+    return (
+        f"records lost: process(es) {lost} ended without flushing "
+        "(killed, or a file-size limit or a full disk cut its log short); "
+        + (f"lost at least: {', '.join(counts)}" if counts else "how many is not known (no end line)")
+    )

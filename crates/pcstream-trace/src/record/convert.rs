@@ -34,6 +34,9 @@ pub struct FileTraceSummary {
     pub warnings: Vec<String>,
     pub lost_processes: Vec<u32>,
     pub torn_bytes: u64,
+    /// Records the processes' `E` lines count beyond what their `.bin` files hold: cut off by a
+    /// file-size limit or a full disk while the process ran on.
+    pub lost_records: u64,
     /// Write events folded into others (see [`super::coalesce`]): `records` is what was written.
     pub coalesced_writes: u64,
     /// Bytes of the writes the shim's safety net found at close/exit (flag `VIA_RECOVERED`).
@@ -111,6 +114,7 @@ pub fn write_file_trace_as(
     }
     s.lost_processes = logs.lost.clone();
     s.torn_bytes = logs.torn_bytes;
+    s.lost_records = logs.lost_records;
     s.unplaced_bytes = logs.unplaced_bytes;
     Ok(s)
 }

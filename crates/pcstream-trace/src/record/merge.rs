@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap;
 
 use super::shimbin::{
-    check_header, decode_record, ShimLogError, ShimRecord, HEADER_BYTES, RECORD_BYTES,
+    check_header, decode_record, open_log, Opened, ShimLogError, ShimRecord, HEADER_BYTES,
+    RECORD_BYTES,
 };
 use crate::error::{one_line, TraceError};
 use crate::filetrace::FileOp;
@@ -77,20 +78,25 @@ pub struct BinLog {
 }
 
 /// Read the `.bin` file `path` once: check its header and every record's op, and index each
-/// thread's runs. Errors name the file and the byte offset, as a whole-file parse would.
+/// thread's runs. Errors name the file and the byte offset, as a whole-file parse would; a path
+/// that is not a regular file is an error too (it is never opened blocking: [`open_log`]).
 pub fn index_bin(path: &Path) -> Result<BinLog, ShimLogError> {
-    let label = path.display().to_string();
-    let mut f = File::open(path).map_err(|e| ShimLogError::Io {
-        path: label.clone(),
-        why: one_line(e),
-    })?;
-    let len = f
-        .metadata()
-        .map_err(|e| ShimLogError::Io {
-            path: label.clone(),
-            why: one_line(e),
-        })?
-        .len();
+    match open_log(path).map_err(|e| io_error(path, e))? {
+        Opened::File(f) => index_bin_file(path, f),
+        Opened::NotRegular(kind) => Err(io_error(path, format!("{kind}, not a log"))),
+    }
+}
+
+fn io_error(path: &Path, why: impl std::fmt::Display) -> ShimLogError {
+    ShimLogError::Io {
+        path: path.display().to_string(),
+        why: one_line(why),
+    }
+}
+
+/// [`index_bin`] on the file `f` opened from `path`.
+pub fn index_bin_file(path: &Path, mut f: File) -> Result<BinLog, ShimLogError> {
+    let len = f.metadata().map_err(|e| io_error(path, e))?.len();
     index_bin_from(path, &mut f, len)
 }
 
@@ -320,7 +326,14 @@ fn open<'f>(files: &'f mut Vec<(u32, File)>, bin: u32, path: &Path) -> std::io::
             if files.len() == OPEN_FILES {
                 files.remove(0);
             }
-            files.push((bin, File::open(path)?));
+            let f = match open_log(path)? {
+                Opened::File(f) => f,
+                Opened::NotRegular(kind) => {
+                    let why = format!("{kind} now, no longer the log it indexed");
+                    return Err(std::io::Error::other(why));
+                }
+            };
+            files.push((bin, f));
             files.len() - 1
         }
     };

@@ -3,6 +3,10 @@
 //! error a malformed log is. The indexing and merging of whole files (`merge`) and the reading
 //! of a log directory (`shimlog`) build on it; it uses neither.
 
+use std::fs::{File, FileType, OpenOptions};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
 use thiserror::Error;
 
 /// Bytes in a `.bin` header and in one record (fixed by `pcshim.h`).
@@ -21,6 +25,58 @@ pub enum ShimLogError {
         offset: usize,
         what: String,
     },
+}
+
+/// `O_NONBLOCK` of Linux's open(2) (0o4000 on x86, Arm and RISC-V, where the shim runs): a FIFO
+/// opened for reading with it does not wait for a writer.
+const O_NONBLOCK: i32 = 0o4000;
+
+/// A log file opened by [`open_log`], or what stood in its place instead.
+#[derive(Debug)]
+pub enum Opened {
+    File(File),
+    /// Not a regular file (the traced program can make anything in its log directory): what it
+    /// is, for the warning that skips it.
+    NotRegular(&'static str),
+}
+
+/// What a file type is, in words ("a FIFO", "a directory", ...).
+pub fn kind_of(t: FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Open the log `path` for reading if it is a regular file: checked with lstat first, opened
+/// non-blocking (a FIFO swapped in after the check must not block the open or a read) and
+/// checked again with fstat on what was opened.
+pub fn open_log(path: &Path) -> std::io::Result<Opened> {
+    let t = std::fs::symlink_metadata(path)?.file_type();
+    if !t.is_file() {
+        return Ok(Opened::NotRegular(kind_of(t)));
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)?;
+    let t = f.metadata()?.file_type();
+    Ok(if t.is_file() {
+        Opened::File(f)
+    } else {
+        Opened::NotRegular(kind_of(t))
+    })
 }
 
 /// One `struct pcshim_record`.

@@ -17,13 +17,15 @@
 //! `W hint refused: ...` lines are counted per program ([`super::refused_hints`]).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
 use std::path::Path;
 
-use super::merge::{index_bin, BinLog};
+use super::merge::{index_bin_file, BinLog};
 use super::refused_hints::{RefusedHints, HINT_REFUSED_WARNING};
 pub use super::shimbin::{
     check_header, decode_record, ShimLogError, ShimRecord, HEADER_BYTES, MAGIC, RECORD_BYTES,
 };
+use super::shimbin::{open_log, Opened};
 
 /// Start of the warning a process image writes once when it sets up an io_uring.
 pub const IO_URING_WARNING: &str = "io_uring:";
@@ -69,6 +71,9 @@ pub struct ShimLogs {
     pub lost: Vec<u32>,
     /// Bytes at the end of `.bin` files that did not form a whole record.
     pub torn_bytes: u64,
+    /// Records an `E` line counts that its `.bin` does not hold (a file-size limit or a full
+    /// disk stopped the appends, the process ran on): lost, counted.
+    pub lost_records: u64,
     /// Processes (pid) that set up an io_uring: the I/O they submitted through it is not recorded.
     pub io_uring: Vec<u32>,
     /// `W static:` lines: execs of statically linked programs (not recorded), and the programs.
@@ -101,6 +106,8 @@ impl ShimLogs {
 pub struct TxtEnd {
     /// It has its `E` (clean end) line.
     pub ended: bool,
+    /// The records its `E` line says the process image logged.
+    pub logged: Option<u64>,
     /// It set up an io_uring (a `W io_uring: ...` line).
     pub io_uring: bool,
     /// Bytes after its last newline: a line cut short (a file-size limit or a full disk stopped
@@ -327,6 +334,9 @@ pub fn parse_txt(label: &str, b: &[u8], logs: &mut ShimLogs) -> Result<TxtEnd, S
             }
             b'E' => {
                 end.ended = true;
+                end.logged = std::str::from_utf8(&b[(at + 2).min(line_end)..line_end])
+                    .ok()
+                    .and_then(|n| n.parse().ok());
                 at = line_end + 1;
             }
             _ => return Err(bad(at, "unknown line tag")),
@@ -340,15 +350,19 @@ pub fn io_uring_warning(n: usize) -> String {
     format!("{n} process(es) used io_uring; their writes are not recorded")
 }
 
-/// Read and index every log of the directory `dir` (see the module documentation).
+/// Read and index every log of the directory `dir` (see the module documentation). A `.bin` or
+/// `.txt` name that is not a regular file (the traced program can make a FIFO, a socket or a
+/// directory there) is skipped with one warning naming it, never opened blocking.
 pub fn read_dir(dir: &Path) -> Result<ShimLogs, ShimLogError> {
-    let label = dir.display().to_string();
-    let io = |e: std::io::Error| ShimLogError::Io {
-        path: label.clone(),
-        why: crate::error::one_line(e),
+    let io = |p: &Path| {
+        let path = p.display().to_string();
+        move |e: std::io::Error| ShimLogError::Io {
+            path,
+            why: crate::error::one_line(e),
+        }
     };
     let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(io)?
+        .map_err(io(dir))?
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".bin"))
@@ -358,17 +372,28 @@ pub fn read_dir(dir: &Path) -> Result<ShimLogs, ShimLogError> {
     for name in names {
         let bin = dir.join(&name);
         let txt = dir.join(format!("{}.txt", name.trim_end_matches(".bin")));
-        let index = index_bin(&bin)?;
-        let (pid, torn) = (index.pid, index.torn_bytes);
+        let index = match open_log(&bin).map_err(io(&bin))? {
+            Opened::File(f) => index_bin_file(&bin, f)?,
+            Opened::NotRegular(kind) => {
+                logs.warning(not_a_log(&bin, kind));
+                continue;
+            }
+        };
+        let (pid, torn, kept) = (index.pid, index.torn_bytes, index.records);
         logs.bins.push(index);
         logs.torn_bytes += torn;
         logs.processes.push(pid);
-        let end = match std::fs::read(&txt) {
+        let end = match read_txt(&txt).map_err(io(&txt))? {
             Ok(t) => parse_txt(&txt.display().to_string(), &t, &mut logs)?,
-            Err(_) => TxtEnd::default(),
+            Err(kind) => {
+                logs.warning(not_a_log(&txt, kind));
+                TxtEnd::default()
+            }
         };
+        let missing = end.logged.map_or(0, |n| n.saturating_sub(kept));
+        logs.lost_records += missing;
         logs.torn_bytes += end.torn_bytes;
-        if !end.ended || torn > 0 || end.torn_bytes > 0 {
+        if !end.ended || torn > 0 || end.torn_bytes > 0 || missing > 0 {
             logs.lost.push(pid);
         }
         if end.io_uring && !logs.io_uring.contains(&pid) {
@@ -377,6 +402,29 @@ pub fn read_dir(dir: &Path) -> Result<ShimLogs, ShimLogError> {
     }
     logs.aggregate_warnings();
     Ok(logs)
+}
+
+/// The bytes of the `.txt` log `txt`: empty when it cannot be opened, `Err(kind)` when something
+/// else than a regular file has its name.
+fn read_txt(txt: &Path) -> std::io::Result<Result<Vec<u8>, &'static str>> {
+    match open_log(txt) {
+        Ok(Opened::File(mut f)) => {
+            let mut b = Vec::new();
+            f.read_to_end(&mut b)?;
+            Ok(Ok(b))
+        }
+        Ok(Opened::NotRegular(kind)) => Ok(Err(kind)),
+        // None at all (a process killed before it wrote one), or unreadable: no `E` line.
+        Err(_) => Ok(Ok(Vec::new())),
+    }
+}
+
+/// The warning for a log name that something else than a regular file holds.
+fn not_a_log(path: &Path, kind: &str) -> String {
+    format!(
+        "{}: {kind} in the log directory, not a log the shim wrote; skipped",
+        path.display()
+    )
 }
 
 #[cfg(test)]
@@ -444,6 +492,60 @@ mod tests {
             (got[0].offset, got[0].fd, got[1].op, got[0].nframes),
             (4096, 5, 11, 3)
         );
+    }
+
+    #[test]
+    fn records_an_end_line_counts_beyond_the_log_are_lost_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let recs = [record(FileOp::Write as u16, 10)];
+        write_bin(dir.path(), "42.1.bin", &recs, &[]);
+        std::fs::write(dir.path().join("42.1.txt"), "E 5\n").unwrap();
+        let logs = read_dir(dir.path()).unwrap();
+        assert_eq!((logs.lost_records, logs.lost.clone()), (4, vec![42]));
+        std::fs::write(dir.path().join("42.1.txt"), "E 1\n").unwrap();
+        let logs = read_dir(dir.path()).unwrap();
+        assert_eq!((logs.lost_records, logs.lost.len()), (0, 0));
+    }
+
+    #[test]
+    fn fifos_sockets_and_directories_in_the_log_directory_are_skipped_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        write_bin(
+            dir.path(),
+            "42.1.bin",
+            &[record(FileOp::Write as u16, 10)],
+            &[],
+        );
+        let fifo = |name: &str| {
+            let made = std::process::Command::new("mkfifo")
+                .arg(dir.path().join(name))
+                .status()
+                .unwrap();
+            assert!(made.success());
+        };
+        fifo("42.1.txt"); // the log's own .txt: a reader would wait for a writer forever
+        fifo("x.bin");
+        let _socket = std::os::unix::net::UnixListener::bind(dir.path().join("s.bin")).unwrap();
+        std::fs::create_dir(dir.path().join("d.bin")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("z.bin")).unwrap();
+        let logs = read_dir(dir.path()).unwrap();
+        assert_eq!((logs.records(), logs.lost.clone()), (1, vec![42]));
+        let d = dir.path().display();
+        let skipped = |name: &str, kind: &str| {
+            format!("{d}/{name}: {kind} in the log directory, not a log the shim wrote; skipped")
+        };
+        assert_eq!(
+            logs.warnings,
+            vec![
+                skipped("42.1.txt", "a FIFO"),
+                skipped("d.bin", "a directory"),
+                skipped("s.bin", "a socket"),
+                skipped("x.bin", "a FIFO"),
+                skipped("z.bin", "a symbolic link"),
+            ]
+        );
+        let e = crate::record::merge::index_bin(&dir.path().join("x.bin")).unwrap_err();
+        assert!(e.to_string().contains("a FIFO, not a log"), "{e}");
     }
 
     #[test]
@@ -523,6 +625,7 @@ mod tests {
             u,
             TxtEnd {
                 ended: false,
+                logged: None,
                 io_uring: true,
                 torn_bytes: 0
             }
