@@ -371,3 +371,91 @@ def test_unreadable_recording_keeps_native_signatures(tmp_path: Path, tool: str 
     assert (summary["java_writes"], summary["java_dropped_records"]) == (0, 1)
     records = list(jvm.RECORD.iter_unpack((tmp_path / "42.1.bin").read_bytes()[jvm.HEADER_BYTES :]))
     assert [(r[3], r[12]) for r in records] == [(NATIVE, 2)]
+
+
+SERVER = """
+import java.io.*;
+
+public class Srv {
+    static final byte[] PAGE = new byte[4096];
+    static void appendLog(FileOutputStream o) throws IOException { o.write(PAGE); }
+    static void rewritePage(RandomAccessFile r, int i) throws IOException { r.seek((i % 64) * 4096L); r.write(PAGE); }
+    public static void main(String[] a) throws Exception {
+        try (FileOutputStream o = new FileOutputStream("log.dat");
+             RandomAccessFile r = new RandomAccessFile("pages.dat", "rw")) {
+            System.out.println("ready");
+            System.out.flush();
+            for (int i = 0; ; i++) { appendLog(o); rewritePage(r, i); Thread.sleep(2); }
+        }
+    }
+}
+"""
+
+
+def _bpf_missing() -> str | None:
+    from pcstream.record import bpfrun
+
+    why = bpfrun.missing()
+    return why[0] if why else None
+
+
+@needs_java
+@pytest.mark.skipif(_bpf_missing() is not None, reason=str(_bpf_missing()))
+@pytest.mark.skipif(shutil.which("jcmd") is None, reason="needs jcmd (a JDK's)")
+def test_attach_to_a_running_jvm_gives_java_call_paths(tmp_path: Path) -> None:
+    """record --pid of a JVM started without us: jcmd starts JFR in it while the BPF capture is
+    attached, and the writes get their Java methods as signatures, the same in two attachments."""
+    (tmp_path / "Srv.java").write_text(SERVER)
+    subprocess.run([JAVA_TOOLS["javac"], "-g", "-d", str(tmp_path), str(tmp_path / "Srv.java")], check=True)
+    srv = subprocess.Popen(
+        [JAVA_TOOLS["java"], "-cp", str(tmp_path), "Srv"], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert srv.stdout is not None and srv.stdout.readline() == "ready\n"
+        sigs = []
+        for k in range(2):
+            trace = tmp_path / f"t{k}.parquet"
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pcstream",
+                    "record",
+                    "--pid",
+                    str(srv.pid),
+                    "--duration",
+                    "4",
+                    "--no-coalesce",
+                    "-o",
+                    str(trace),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert proc.returncode == 0, proc.stderr
+            assert srv.poll() is None, "the JVM keeps running"
+            rows = pq.read_table(trace).to_pylist()
+            meta = tracemeta.footer(trace)
+            paths = tracemeta.paths(meta)
+            pcs = json.loads(meta[tracemeta.KEY_PCS])
+            by_file: dict[str, set[int]] = defaultdict(set)
+            for r in rows:
+                if r["op"] == "write" and r["path"] is not None:
+                    by_file[Path(paths[r["path"]]).name].add(r["pc"])
+            assert not any("pcstream-jfr" in p for p in paths.values()), (
+                "JFR's own files are not in the trace"
+            )
+            methods = {}
+            for name, want in (("log.dat", "Srv.appendLog"), ("pages.dat", "Srv.rewritePage")):
+                # the writes made before JFR started keep their native signature
+                java = [pc for pc in by_file[name] if pcs[str(pc)][0].get("module") == "java"]
+                assert len(java) == 1, (name, by_file[name], proc.stderr)
+                # JDK frames included: FileOutputStream.write < Srv.appendLog < Srv.main
+                assert want in [f["symbol"] for f in pcs[str(java[0])]], pcs[str(java[0])]
+                methods[name] = java[0]
+            sigs.append(methods)
+        assert sigs[0] == sigs[1]
+    finally:
+        srv.kill()
+        srv.wait()

@@ -15,7 +15,7 @@ from typing import Any
 
 from pcstream.errors import Failure, UsageError
 from pcstream.options import RecordOptions
-from pcstream.record import bpfrun, shimrun
+from pcstream.record import bpfrun, jvmattach, shimrun
 from pcstream.record.symbols import symbolize_or_warn
 
 # The first words of an attached trace's ``pcstream.source``.
@@ -52,15 +52,33 @@ def _forward_to(proc: subprocess.Popen[bytes]) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def capture(pids: list[int], logdir: Path, frames: int, duration: float | None) -> None:
-    """Run the loader on ``pids`` until the end (see the module's doc); its logs go to ``logdir``."""
+def capture(
+    pids: list[int],
+    logdir: Path,
+    frames: int,
+    duration: float | None,
+    jvms: list[jvmattach.AttachedJfr],
+    warnings: list[str],
+) -> None:
+    """Run the loader on ``pids`` until the end (see the module's doc); its logs go to ``logdir``.
+    In each JVM among them a JFR recording runs meanwhile (``jvms``; ``warnings`` for those where
+    it could not)."""
     argv = [str(bpfrun.capture_path()), "-o", str(logdir.resolve()), "--frames", str(frames)]
     argv += ["--pid", ",".join(str(p) for p in pids)]
     if duration:
         argv += ["--duration", str(duration)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     with _forward_to(proc):
+        # the capture attaches in a fraction of a second; JFR.start takes about one
+        for pid in pids:
+            if jvmattach.is_jvm_process(pid):
+                started = jvmattach.start(pid, frames)
+                (warnings if isinstance(started, str) else jvms).append(started)  # type: ignore[arg-type]
         _, err = proc.communicate()
+    for handle in jvms:
+        stopped = handle.stop()
+        if stopped is not None:
+            warnings.append(stopped)
     if proc.returncode != 0:
         lines = err.decode(errors="replace").strip().splitlines()
         why = lines[-1] if lines else "no message"
@@ -83,9 +101,23 @@ def record_pids(
         keep_logs.mkdir(parents=True, exist_ok=True)
     logdir = keep_logs or shimrun.new_logdir()
     try:
-        capture(pids, logdir, options.frames, duration)
+        jvms: list[jvmattach.AttachedJfr] = []
+        warnings: list[str] = []
+        try:
+            capture(pids, logdir, options.frames, duration, jvms, warnings)
+            java: dict[str, Any] = {}
+            for handle in jvms:
+                joined = handle.attribute(logdir)
+                warnings += joined.pop("warnings", [])
+                for key, value in joined.items():
+                    java[key] = java.get(key, 0) + value if isinstance(value, int) else value
+        finally:
+            for handle in jvms:
+                shutil.rmtree(handle.run.jfr_dir or "", ignore_errors=True)
         source = f"{SOURCE_VERB} {','.join(str(p) for p in pids)} --frames {options.frames}"
         summary = shimrun.convert(logdir, out, source, options, bpfrun.CAPTURE_BPF)
+        summary["warnings"] = warnings + list(summary.get("warnings", []))
+        summary.update(java)
         if not options.no_symbols and summary.get("signatures"):
             symbolize_or_warn(out, summary, [Path(d) for d in options.symbol_dirs])
     finally:

@@ -119,6 +119,9 @@ class JavaRun:
     offset_ns: int = 0
     cwd: str = field(default_factory=os.getcwd)
     not_started: str | None = None  # why a JVM runs without JFR
+    # Processes whose logs are the JVM's whatever files they wrote (record --pid: the recording is
+    # written after the capture ends, so its writes cannot name the JVM's images)
+    pids: frozenset[int] = frozenset()
 
     def attribute(self, logdir: Path) -> dict[str, Any]:
         """After the run: join the recording to the logs and rewrite them (see the module's doc).
@@ -128,7 +131,7 @@ class JavaRun:
         if self.jfr_dir is None:
             return {}
         recording = self.jfr_dir / RECORDING_FILE
-        logs = JvmLogs.read(logdir, self.jfr_dir)
+        logs = JvmLogs.read(logdir, self.jfr_dir, self.pids)
         join = Join()
         problem = None
         if self.java is None:
@@ -351,7 +354,7 @@ class JvmLogs:
     dropped: int = 0
 
     @staticmethod
-    def read(logdir: Path, jfr_dir: Path) -> JvmLogs:
+    def read(logdir: Path, jfr_dir: Path, pids: frozenset[int] = frozenset()) -> JvmLogs:
         logs = JvmLogs(jfr_dir, [], {}, {})
         for bin_path in sorted(logdir.glob("*.bin")):
             txt = bin_path.with_suffix(".txt")
@@ -364,7 +367,9 @@ class JvmLogs:
             except OSError:
                 continue
             paths = path_table(table)
-            if paths is not None and any(logs.is_jfr(p) for p in paths.values()):
+            pid = bin_path.name.split(".", 1)[0]
+            ours = pid.isdigit() and int(pid) in pids
+            if paths is not None and (ours or any(logs.is_jfr(p) for p in paths.values())):
                 logs.add_image(Image(bin_path, txt, paths))
         return logs
 
