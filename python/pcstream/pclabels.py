@@ -21,6 +21,7 @@ over the same frames), the signature is appended.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -39,13 +40,19 @@ Frame = Mapping[str, Any]
 # --------------------------------------------------------------------------- frames
 
 
+_CLONE = re.compile(r"\s*\[clone [^\]]*\]$")
+_QUALIFIER = re.compile(r"\s+(const|volatile|noexcept|&&|&)$")
+
+
+# Cached: a trace's frames repeat the same few symbols (libc's, main's) on every PC's path.
+@functools.lru_cache(maxsize=1 << 16)
 def short_symbol(symbol: str) -> str:
     """A demangled C++ name without its parameter list and qualifiers:
     ``ns::f(int, std::string const&) const`` → ``ns::f``; other names unchanged."""
     s = symbol.strip()
-    s = re.sub(r"\s*\[clone [^\]]*\]$", "", s)
+    s = _CLONE.sub("", s)
     for _ in range(3):
-        s = re.sub(r"\s+(const|volatile|noexcept|&&|&)$", "", s)
+        s = _QUALIFIER.sub("", s)
     if not s.endswith(")"):
         return s
     depth = 0
@@ -135,46 +142,49 @@ class PcLabel:
 
 
 def _choose(
-    sharing: Sequence[set[str]], others: set[str], taken: set[int], rank: Sequence[tuple[int, int]]
-) -> tuple[list[int], set[str]]:
-    """Depths of a PC's frames that tell it from ``others`` (``sharing[d]``: the PCs that share its
-    frame at depth d), greedily: each step takes the depth that leaves the fewest others sharing
-    every chosen frame (on a tie the better ``rank``, then the innermost), until none is left or
-    no depth helps. Returns (depths, others left)."""
+    sharing: Sequence[set[str]], sig: str, left: set[str] | None, others: int, rank: Sequence[tuple[int, int]]
+) -> tuple[list[int], set[str] | None]:
+    """Depths of the frames of PC ``sig`` that tell it from the PCs ``left`` (None: all ``others``
+    PCs but ``sig``) — ``sharing[d]``: the PCs, ``sig`` among them, that share its frame at depth
+    d — greedily: each step takes the depth that leaves the fewest PCs sharing every chosen frame
+    (on a tie the better ``rank``, then the innermost), until none is left or no depth helps.
+    Returns (depths, PCs left; None: all). While ``left`` is all, its size comes from the sharing
+    sets' sizes and it is never built: building it for every PC made labelling N PCs N² steps."""
     chosen: list[int] = []
-    left = set(others)
-    while left:
+    size = others if left is None else len(left)
+    while size:
         best: tuple[int, int, int, int] | None = None
         for depth, share in enumerate(sharing):
-            if depth in taken or depth in chosen:
+            if depth in chosen:
                 continue
-            remain = len(left & share)
+            remain = len(share) - 1 if left is None else len(left & share)
             score = (remain, *rank[depth], depth)
-            if remain < len(left) and (best is None or score < best):
+            if remain < size and (best is None or score < best):
                 best = score
         if best is None:
             break
         chosen.append(best[-1])
-        left &= sharing[best[-1]]
+        left = sharing[best[-1]] - {sig} if left is None else left & sharing[best[-1]]
+        size = len(left)
     return chosen, left
 
 
-def _on_path(frames: Mapping[str, Sequence[Frame]], key: Any) -> dict[Any, set[str]]:
-    """Frame key → the PCs with that frame anywhere on their path."""
+def _on_path(keys: Mapping[str, Sequence[Any]]) -> dict[Any, set[str]]:
+    """Frame key → the PCs with that frame anywhere on their path (``keys``: PC → its frames' keys)."""
     index: dict[Any, set[str]] = {}
-    for sig, path in frames.items():
-        for frame in path:
-            index.setdefault(key(frame), set()).add(sig)
+    for sig, path in keys.items():
+        for key in path:
+            index.setdefault(key, set()).add(sig)
     return index
 
 
-def _at_depth(frames: Mapping[str, Sequence[Frame]], key: Any) -> list[dict[Any, set[str]]]:
+def _at_depth(keys: Mapping[str, Sequence[Any]]) -> list[dict[Any, set[str]]]:
     """Per depth: frame key → the PCs with that frame at that depth."""
-    depth = max((len(f) for f in frames.values()), default=0)
+    depth = max((len(k) for k in keys.values()), default=0)
     index: list[dict[Any, set[str]]] = [{} for _ in range(depth)]
-    for sig, path in frames.items():
-        for d, frame in enumerate(path):
-            index[d].setdefault(key(frame), set()).add(sig)
+    for sig, path in keys.items():
+        for d, key in enumerate(path):
+            index[d].setdefault(key, set()).add(sig)
     return index
 
 
@@ -198,12 +208,15 @@ def label_pcs(
     written (:func:`files_by_pc`). PCs without frames are labelled ``PC <signature>``."""
     framed = {str(s): list(f) for s, f in pcs.items() if f}
     wanted = list(dict.fromkeys(str(s) for s in (pcs if sigs is None else sigs)))
-    named_on_path = _on_path(framed, _named_key)
-    named_at_depth = _at_depth(framed, _named_key)
-    exact_on_path = _on_path(framed, _exact_key)
-    exact_at_depth = _at_depth(framed, _exact_key)
+    named_keys = {sig: [_named_key(f) for f in path] for sig, path in framed.items()}
+    exact_keys_of = {sig: [_exact_key(f) for f in path] for sig, path in framed.items()}
+    named_on_path = _on_path(named_keys)
+    named_at_depth = _at_depth(named_keys)
+    exact_on_path = _on_path(exact_keys_of)
+    exact_at_depth = _at_depth(exact_keys_of)
     # Named frames on every PC's path (main, the event loop) give no context.
     everywhere = {k for k, holders in named_on_path.items() if len(holders) == len(framed)}
+    others = len(framed) - 1  # the PCs each framed PC is told apart from
     # Per PC, a label by frames absent from the others' paths and one by frames at depths where the
     # others have other frames (often shorter, but only the first shows what the others lack).
     options: dict[str, list[tuple[tuple[int, ...], str]]] = {}
@@ -214,11 +227,12 @@ def label_pcs(
         if not path:
             options[sig] = [((0,), f"PC {sig}")]
             continue
-        keys = [_named_key(f) for f in path]
-        exact_keys = [_exact_key(f) for f in path]
+        keys = named_keys[sig]
+        exact_keys = exact_keys_of[sig]
         is_named = [_is_named(f) for f in path]
-        rank = [(1 if _startup(f) else 0, 0 if is_named[d] else 1) for d, f in enumerate(path)]
-        useful = [d for d in range(len(path)) if not _startup(path[d])]
+        startup = [_startup(f) for f in path]
+        rank = [(1 if startup[d] else 0, 0 if is_named[d] else 1) for d in range(len(path))]
+        useful = [d for d in range(len(path)) if not startup[d]]
         named = [d for d in useful if is_named[d]]
         context = [d for d in named if keys[d] not in everywhere]
         outer = max(context or named or useful or [len(path) - 1])
@@ -230,12 +244,13 @@ def label_pcs(
                 [exact_at_depth[d][k] for d, k in enumerate(exact_keys)],
             ),
         ):
-            depths, left = _choose(named_sharing, set(framed) - {sig}, set(), rank)
+            depths, left = _choose(named_sharing, sig, None, others, rank)
             exact: list[int] = []
-            if left:  # the same names: a chosen frame's call site may be what differs
-                exact, left = _choose(exact_sharing, left, set(), rank)
+            if left is None or left:  # the same names: a chosen frame's call site may be what differs
+                exact, left = _choose(exact_sharing, sig, left, others, rank)
             chosen = list(dict.fromkeys(depths + exact)) or [0]
-            cost = (len(left), len(chosen), sum(rank[d][0] for d in chosen), sum(rank[d][1] for d in chosen))
+            unresolved = others if left is None else len(left)
+            cost = (unresolved, len(chosen), sum(rank[d][0] for d in chosen), sum(rank[d][1] for d in chosen))
             options[sig].append((cost, _render(path, [*chosen, outer], set(exact))))
     texts = {sig: min(choice)[1] for sig, choice in options.items()}
     # Equal texts: the first option (what the others lack), then the signature appended (twins over
