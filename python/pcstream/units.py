@@ -6,7 +6,9 @@ Logical time is the number of host pages written; latencies are microseconds (do
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 
 # How a SIZE is written: help text, declared once with the options that take a SIZE.
 from pcstream.options import SIZE_HELP
@@ -32,6 +34,9 @@ BYTE_UNITS: dict[str, int] = {
     "tb": 1000**4,
     "tib": 1 << 40,
 }
+# The largest page count a SIZE may be: the engine takes pages as 64-bit numbers (and refuses
+# traces beyond 2^40 pages itself, naming its limit).
+MAX_SIZE_PAGES = (1 << 64) - 1
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
@@ -57,9 +62,12 @@ def parse_size(text: str) -> int:
             raise ValueError(f"'{text}': a page count must be a whole number")
         pages = int(number)
     elif unit in BYTE_UNITS:
-        pages = pages_for_bytes(int(float(number) * BYTE_UNITS[unit]))
+        # Exact (a float overflows to inf, or rounds, on long numbers).
+        pages = pages_for_bytes(math.floor(Fraction(number) * BYTE_UNITS[unit]))
     else:
         raise ValueError(f"'{text}': unknown unit '{m.group(2)}'; use B, KiB, MiB, GiB, TiB (or KB, MB, ...)")
     if pages <= 0:
         raise ValueError(f"'{text}' is not a positive size")
+    if pages > MAX_SIZE_PAGES:
+        raise ValueError(f"'{text}' is too large: over 2^64 pages; give a size in the device's range")
     return pages
