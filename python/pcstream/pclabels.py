@@ -25,7 +25,7 @@ import functools
 import json
 import os
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,20 +93,8 @@ def _exact_name(frame: Frame) -> str:
     return f"{module}+{_offset(frame)}"
 
 
-def _named_key(frame: Frame) -> tuple[str, str]:
-    symbol = frame.get("symbol")
-    module = str(frame.get("module") or "")
-    if isinstance(symbol, str) and symbol:
-        return module, "s:" + symbol
-    return module, "o:" + _offset(frame)
-
-
 def _exact_key(frame: Frame) -> tuple[str, str]:
     return str(frame.get("module") or ""), _offset(frame)
-
-
-def _is_named(frame: Frame) -> bool:
-    return isinstance(frame.get("symbol"), str) and bool(frame.get("symbol"))
 
 
 # Where every process or thread starts: no context for a label.
@@ -115,13 +103,6 @@ _STARTUP_SYMBOLS = frozenset(
     "start_thread clone clone3 __clone __clone3 __clone_internal".split()
 )
 _RUNTIME_MODULES = ("libc.so", "ld-linux", "libpthread.so")
-
-
-def _startup(frame: Frame) -> bool:
-    """A frame of process or thread start-up: a start-up symbol, or an unnamed frame of libc."""
-    if _is_named(frame):
-        return short_symbol(str(frame["symbol"])) in _STARTUP_SYMBOLS
-    return os.path.basename(str(frame.get("module") or "")).startswith(_RUNTIME_MODULES)
 
 
 # --------------------------------------------------------------------------- labels
@@ -169,26 +150,31 @@ def _choose(
     return chosen, left
 
 
-def _on_path(keys: Mapping[str, Sequence[Any]]) -> dict[Any, set[str]]:
-    """Frame key → the PCs with that frame anywhere on their path (``keys``: PC → its frames' keys)."""
-    index: dict[Any, set[str]] = {}
+def _frame_facts(frame: Frame) -> tuple[tuple[str, str], bool, bool]:
+    """A frame's (name key: module and symbol, or module and offset without a symbol; whether it
+    has a symbol; whether it is a frame of process or thread start-up: a start-up symbol, or an
+    unnamed frame of libc), read once per frame."""
+    module = str(frame.get("module") or "")
+    symbol = frame.get("symbol")
+    if isinstance(symbol, str) and symbol:
+        return (module, "s:" + symbol), True, short_symbol(symbol) in _STARTUP_SYMBOLS
+    return (module, "o:" + _offset(frame)), False, os.path.basename(module).startswith(_RUNTIME_MODULES)
+
+
+def _index(keys: Mapping[str, Sequence[Any]]) -> tuple[dict[Any, set[str]], list[dict[Any, set[str]]]]:
+    """(frame key → the PCs with that frame anywhere on their path, per depth: frame key → the PCs
+    with that frame at that depth); ``keys``: PC → its frames' keys."""
+    # defaultdict: a set made only for a new key (setdefault would make one per call).
+    on_path: defaultdict[Any, set[str]] = defaultdict(set)
+    at_depth = [defaultdict(set) for _ in range(max(map(len, keys.values()), default=0))]
     for sig, path in keys.items():
-        for key in path:
-            index.setdefault(key, set()).add(sig)
-    return index
+        for key, level in zip(path, at_depth):
+            on_path[key].add(sig)
+            level[key].add(sig)
+    return on_path, at_depth
 
 
-def _at_depth(keys: Mapping[str, Sequence[Any]]) -> list[dict[Any, set[str]]]:
-    """Per depth: frame key → the PCs with that frame at that depth."""
-    depth = max((len(k) for k in keys.values()), default=0)
-    index: list[dict[Any, set[str]]] = [{} for _ in range(depth)]
-    for sig, path in keys.items():
-        for d, key in enumerate(path):
-            index[d].setdefault(key, set()).add(sig)
-    return index
-
-
-def _render(path: Sequence[Frame], depths: Iterable[int], exact: set[int]) -> str:
+def _render(path: Sequence[Frame], depths: Iterable[int], exact: Iterable[int]) -> str:
     ordered = sorted(set(depths), reverse=True)  # outermost first
     parts: list[str] = []
     for k, depth in enumerate(ordered):
@@ -196,6 +182,76 @@ def _render(path: Sequence[Frame], depths: Iterable[int], exact: set[int]) -> st
             parts.append(" → " if ordered[k - 1] == depth + 1 else " → … → ")
         parts.append(_exact_name(path[depth]) if depth in exact else frame_name(path[depth]))
     return "".join(parts)
+
+
+# A way to label a PC: its cost (PCs left sharing every chosen frame, frames, start-up frames,
+# unnamed frames: lower is better), and the depths shown with those shown by their call site.
+Option = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+class _Labeller:
+    """The indices over every PC's frames a label is chosen from (built once: linear in the frames)."""
+
+    def __init__(self, framed: Mapping[str, list[Frame]]) -> None:
+        self.framed = framed
+        self.facts = {sig: [_frame_facts(f) for f in path] for sig, path in framed.items()}
+        self.named_on_path, self.named_at_depth = _index(
+            {s: [f[0] for f in fs] for s, fs in self.facts.items()}
+        )
+        self._exact: tuple[dict[Any, set[str]], list[dict[Any, set[str]]]] | None = None
+        # Named frames on every PC's path (main, the event loop) give no context.
+        self.everywhere = {k for k, holders in self.named_on_path.items() if len(holders) == len(framed)}
+        self.others = len(framed) - 1  # the PCs each framed PC is told apart from
+
+    def options(self, sig: str) -> list[Option]:
+        """A label by frames absent from the others' paths and one by frames at depths where the
+        others have other frames (often shorter, but only the first shows what the others lack)."""
+        facts = self.facts[sig]
+        rank = [(1 if startup else 0, 0 if named else 1) for _, named, startup in facts]
+        useful = [d for d, f in enumerate(facts) if not f[2]]
+        named = [d for d in useful if facts[d][1]]
+        context = [d for d in named if facts[d][0] not in self.everywhere]
+        outer = max(context or named or useful or [len(facts) - 1])
+        found: list[Option] = []
+        for on_path in (True, False):
+            depths, left = _choose(self.sharing(sig, on_path, False), sig, None, self.others, rank)
+            exact: list[int] = []
+            if left is None or left:  # the same names: a chosen frame's call site may be what differs
+                exact, left = _choose(self.sharing(sig, on_path, True), sig, left, self.others, rank)
+            chosen = list(dict.fromkeys(depths + exact)) or [0]
+            unresolved = self.others if left is None else len(left)
+            cost = (unresolved, len(chosen), sum(rank[d][0] for d in chosen), sum(rank[d][1] for d in chosen))
+            found.append((cost, (*chosen, outer), tuple(exact)))
+        return found
+
+    def sharing(self, sig: str, on_path: bool, exact: bool) -> list[set[str]]:
+        """Per frame of ``sig``: the PCs with that frame (``exact``: at that call site) on their
+        path (``on_path``) or at that depth. The call-site indices are built when first needed:
+        names alone tell most PCs apart."""
+        if exact and self._exact is None:
+            self._exact = _index({s: [_exact_key(f) for f in path] for s, path in self.framed.items()})
+        if exact:
+            assert self._exact is not None
+            on, at = self._exact
+            keys = [_exact_key(f) for f in self.framed[sig]]
+        else:
+            on, at = self.named_on_path, self.named_at_depth
+            keys = [f[0] for f in self.facts[sig]]
+        if on_path:
+            return [on[k] for k in keys]
+        return [at[d][k] for d, k in enumerate(keys)]
+
+    def text(self, sig: str, option: Option) -> str:
+        return _render(self.framed[sig], option[1], option[2])
+
+    def best(self, sig: str, options: list[Option]) -> str:
+        """The text of the cheapest option (on equal costs, the first text in order), rendering
+        only the options it needs."""
+        low = min(option[0] for option in options)
+        tied = [option for option in options if option[0] == low]
+        if len({option[1:] for option in tied}) == 1:
+            return self.text(sig, tied[0])
+        return min(self.text(sig, option) for option in tied)
 
 
 def label_pcs(
@@ -208,54 +264,23 @@ def label_pcs(
     written (:func:`files_by_pc`). PCs without frames are labelled ``PC <signature>``."""
     framed = {str(s): list(f) for s, f in pcs.items() if f}
     wanted = list(dict.fromkeys(str(s) for s in (pcs if sigs is None else sigs)))
-    named_keys = {sig: [_named_key(f) for f in path] for sig, path in framed.items()}
-    exact_keys_of = {sig: [_exact_key(f) for f in path] for sig, path in framed.items()}
-    named_on_path = _on_path(named_keys)
-    named_at_depth = _at_depth(named_keys)
-    exact_on_path = _on_path(exact_keys_of)
-    exact_at_depth = _at_depth(exact_keys_of)
-    # Named frames on every PC's path (main, the event loop) give no context.
-    everywhere = {k for k, holders in named_on_path.items() if len(holders) == len(framed)}
-    others = len(framed) - 1  # the PCs each framed PC is told apart from
-    # Per PC, a label by frames absent from the others' paths and one by frames at depths where the
-    # others have other frames (often shorter, but only the first shows what the others lack).
-    options: dict[str, list[tuple[tuple[int, ...], str]]] = {}
+    labeller = _Labeller(framed)
+    options: dict[str, list[Option]] = {}
+    texts: dict[str, str] = {}
     # Every PC is labelled (not only the ones asked for), so a PC gets the same label whichever
     # others are shown beside it.
     for sig in dict.fromkeys([*framed, *wanted]):
-        path = framed.get(sig)
-        if not path:
-            options[sig] = [((0,), f"PC {sig}")]
-            continue
-        keys = named_keys[sig]
-        exact_keys = exact_keys_of[sig]
-        is_named = [_is_named(f) for f in path]
-        startup = [_startup(f) for f in path]
-        rank = [(1 if startup[d] else 0, 0 if is_named[d] else 1) for d in range(len(path))]
-        useful = [d for d in range(len(path)) if not startup[d]]
-        named = [d for d in useful if is_named[d]]
-        context = [d for d in named if keys[d] not in everywhere]
-        outer = max(context or named or useful or [len(path) - 1])
-        options[sig] = []
-        for named_sharing, exact_sharing in (
-            ([named_on_path[k] for k in keys], [exact_on_path[k] for k in exact_keys]),
-            (
-                [named_at_depth[d][k] for d, k in enumerate(keys)],
-                [exact_at_depth[d][k] for d, k in enumerate(exact_keys)],
-            ),
-        ):
-            depths, left = _choose(named_sharing, sig, None, others, rank)
-            exact: list[int] = []
-            if left is None or left:  # the same names: a chosen frame's call site may be what differs
-                exact, left = _choose(exact_sharing, sig, left, others, rank)
-            chosen = list(dict.fromkeys(depths + exact)) or [0]
-            unresolved = others if left is None else len(left)
-            cost = (unresolved, len(chosen), sum(rank[d][0] for d in chosen), sum(rank[d][1] for d in chosen))
-            options[sig].append((cost, _render(path, [*chosen, outer], set(exact))))
-    texts = {sig: min(choice)[1] for sig, choice in options.items()}
+        if sig in framed:
+            options[sig] = labeller.options(sig)
+            texts[sig] = labeller.best(sig, options[sig])
+        else:
+            texts[sig] = f"PC {sig}"
     # Equal texts: the first option (what the others lack), then the signature appended (twins over
     # the same frames, or modules with the same file name).
-    for fallback in (lambda sig, _text: options[sig][0][1], lambda sig, text: f"{text} (PC {sig})"):
+    for fallback in (
+        lambda sig, text: labeller.text(sig, options[sig][0]) if sig in options else text,
+        lambda sig, text: f"{text} (PC {sig})",
+    ):
         seen = Counter(texts.values())
         texts = {sig: fallback(sig, text) if seen[text] > 1 else text for sig, text in texts.items()}
     return {sig: PcLabel(sig, texts[sig], files_text(files.get(sig, {})) if files else "") for sig in wanted}
