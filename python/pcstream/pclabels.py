@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import tracemeta
+from pcstream.errors import InputError
 from pcstream.pcfiles import files_by_pc, files_text
 
 Frame = Mapping[str, Any]
@@ -288,10 +289,9 @@ def label_pcs(
 
 def read_pcs(trace: str | Path) -> dict[str, list[dict[str, Any]]]:
     """The ``pcstream.pcs`` footer of a trace (signature → frames, innermost first); {} without it.
-    Raises OSError/ValueError for an unreadable file or malformed JSON."""
-    import pyarrow.parquet as pq
-
-    raw = tracemeta.get(pq.read_metadata(trace).metadata or {}, tracemeta.KEY_PCS)
+    Raises InputError for a missing file or one that is not a regular file, OSError/ValueError for
+    an unreadable file or malformed JSON."""
+    raw = tracemeta.get(tracemeta.footer(trace), tracemeta.KEY_PCS)
     if raw is None:
         return {}
     table = json.loads(raw)
@@ -321,7 +321,7 @@ def label_info(trace: str | Path, summary: dict[str, Any]) -> None:
         return
     try:
         frames = read_pcs(trace)
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):
         return
     if not frames:
         return
