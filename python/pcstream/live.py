@@ -75,8 +75,8 @@ def load_table(path: str | Path) -> dict[str, Any]:
     try:
         table = json.loads(text)
     except RecursionError:
-        # The engine's parser stops at 128 levels (what simulate --table says of such a file);
-        # Python's at its recursion limit, which this one passed.
+        # Python's parser stops at its recursion limit; the engine's (simulate --table) refuses
+        # such a file as not a table, with status 3 too.
         raise InputError(
             p,
             f"{p}: not a PC table (invalid JSON: nested too deeply); learn it again "

@@ -21,12 +21,14 @@ over the same frames), the signature is appended.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
 import os
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -162,6 +164,16 @@ def _frame_facts(frame: Frame) -> tuple[tuple[str, str], bool, bool]:
     return (module, "o:" + _offset(frame)), False, os.path.basename(module).startswith(_RUNTIME_MODULES)
 
 
+def _first_unique(sharing: Sequence[set[str]], rank: Sequence[tuple[int, int]]) -> int | None:
+    """The depth :func:`_choose` takes first when a frame of the PC is its alone (``sharing[d]``
+    holds only the PC): the best ranked such frame, then the innermost; None when there is none."""
+    best: tuple[tuple[int, int], int] | None = None
+    for depth, share in enumerate(sharing):
+        if len(share) == 1 and (best is None or (rank[depth], depth) < best):
+            best = (rank[depth], depth)
+    return None if best is None else best[1]
+
+
 def _index(keys: Mapping[str, Sequence[Any]]) -> tuple[dict[Any, set[str]], list[dict[Any, set[str]]]]:
     """(frame key → the PCs with that frame anywhere on their path, per depth: frame key → the PCs
     with that frame at that depth); ``keys``: PC → its frames' keys."""
@@ -215,7 +227,12 @@ class _Labeller:
         outer = max(context or named or useful or [len(facts) - 1])
         found: list[Option] = []
         for on_path in (True, False):
-            depths, left = _choose(self.sharing(sig, on_path, False), sig, None, self.others, rank)
+            sharing = self.sharing(sig, on_path, False)
+            unique = _first_unique(sharing, rank) if self.others else None
+            if unique is not None:  # what _choose finds in one step: a frame no other PC has there
+                found.append(((0, 1, *rank[unique]), (unique, outer), ()))
+                continue
+            depths, left = _choose(sharing, sig, None, self.others, rank)
             exact: list[int] = []
             if left is None or left:  # the same names: a chosen frame's call site may be what differs
                 exact, left = _choose(self.sharing(sig, on_path, True), sig, left, self.others, rank)
@@ -263,6 +280,28 @@ def label_pcs(
     """A label for each PC of ``sigs`` (default: every PC of ``pcs``), telling it apart from every
     PC of ``pcs`` (signature → frames, innermost first). ``files``: PC → path pattern → amount
     written (:func:`files_by_pc`). PCs without frames are labelled ``PC <signature>``."""
+    with _no_collection():
+        return _label_pcs(pcs, files, sigs)
+
+
+@contextlib.contextmanager
+def _no_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused: labelling makes a few containers per frame, none in a
+    cycle, and the collector's passes over them took a quarter of the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _label_pcs(
+    pcs: Mapping[str, Sequence[Frame]],
+    files: Mapping[str, Mapping[str, int]] | None,
+    sigs: Iterable[str] | None,
+) -> dict[str, PcLabel]:
     framed = {str(s): list(f) for s, f in pcs.items() if f}
     wanted = list(dict.fromkeys(str(s) for s in (pcs if sigs is None else sigs)))
     labeller = _Labeller(framed)
