@@ -19,8 +19,7 @@ from types import ModuleType
 from typing import Any, Optional
 
 from pcstream.errors import BadParameter
-from pcstream.options import MapOptions, RecordOptions, SimOptions
-from pcstream.units import MAX_SIZE_PAGES
+from pcstream.options import MAX_SIZE_PAGES, MapOptions, RecordOptions, SimOptions
 
 Json = dict[str, Any]
 # ``progress(done, total)``: called by a long engine call as it goes (rows, bytes or events).

@@ -11,7 +11,7 @@ import re
 from fractions import Fraction
 
 # How a SIZE is written: help text, declared once with the options that take a SIZE.
-from pcstream.options import SIZE_HELP
+from pcstream.options import MAX_SIZE_PAGES, SIZE_HELP
 
 # Bytes of a page: the unit of every address, length and capacity in a block trace.
 PAGE_BYTES = 4096
@@ -34,9 +34,6 @@ BYTE_UNITS: dict[str, int] = {
     "tb": 1000**4,
     "tib": 1 << 40,
 }
-# The largest page count a SIZE may be: the engine takes pages as 64-bit numbers (and refuses
-# traces beyond 2^40 pages itself, naming its limit).
-MAX_SIZE_PAGES = (1 << 64) - 1
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
