@@ -14,8 +14,8 @@ use crate::error::{one_line, TraceError};
 pub const SSD_CONFIG_MAX_BYTES: u64 = 1 << 20;
 /// The largest workload-mix spec (JSON or TOML) read: a real one is a few KiB.
 pub const MIX_SPEC_MAX_BYTES: u64 = 1 << 20;
-/// The largest persistent PC table (JSON) read: a table is a few hundred bytes per PC, so this
-/// leaves room for about a million PCs.
+/// The largest persistent PC table (JSON) read: a PC's entry is about 160 bytes, so this leaves
+/// room for over a million PCs.
 pub const PC_TABLE_MAX_BYTES: u64 = 256 << 20;
 
 /// What a file that is not a regular file is, as a message names it; `None` for a regular file.
