@@ -243,9 +243,11 @@ def file_trace_with_pcs(path: Path, n: int) -> Path:
         tracemeta.KEY_FORMAT: "1",
         tracemeta.KEY_PAGE_BYTES: "4096",
         tracemeta.KEY_PATHS: json.dumps({str(1 + k): f"/data/f{k:03d}.log" for k in range(100)}),
-        tracemeta.KEY_PCS: json.dumps(pcs),
     }
     pq.write_table(pa.table(columns).replace_schema_metadata(meta), path)
+    # The PC table through the engine's writer, which keeps values over 64 KiB in the footer
+    # alone, as in a recorded trace (pyarrow would copy it into the embedded Arrow schema too).
+    api.set_footer_value(str(path), tracemeta.KEY_PCS, json.dumps(pcs))
     return path
 
 
