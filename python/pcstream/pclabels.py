@@ -207,10 +207,15 @@ class _Labeller:
 
     def __init__(self, framed: Mapping[str, list[Frame]]) -> None:
         self.framed = framed
-        self.facts = {sig: [_frame_facts(f) for f in path] for sig, path in framed.items()}
-        self.named_on_path, self.named_at_depth = _index(
-            {s: [f[0] for f in fs] for s, fs in self.facts.items()}
-        )
+        self.facts: dict[str, list[tuple[tuple[str, str], bool, bool]]] = {}
+        self.named_on_path: defaultdict[Any, set[str]] = defaultdict(set)
+        self.named_at_depth: list[defaultdict[Any, set[str]]] = []
+        for sig, path in framed.items():  # one pass: each frame read once, indexed at once
+            facts = self.facts[sig] = [_frame_facts(f) for f in path]
+            self.named_at_depth.extend(defaultdict(set) for _ in range(len(facts) - len(self.named_at_depth)))
+            for fact, level in zip(facts, self.named_at_depth):
+                self.named_on_path[fact[0]].add(sig)
+                level[fact[0]].add(sig)
         self._exact: tuple[dict[Any, set[str]], list[dict[Any, set[str]]]] | None = None
         # Named frames on every PC's path (main, the event loop) give no context.
         self.everywhere = {k for k, holders in self.named_on_path.items() if len(holders) == len(framed)}
