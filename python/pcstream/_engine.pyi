@@ -107,6 +107,10 @@ def footer_keys() -> dict[str, str]:
     """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...):
     their one definition."""
 
+def input_limits() -> dict[str, int]:
+    """The size limits in bytes of the small input files (``ssd_config``, ``mix_spec``,
+    ``pc_table``): their one definition."""
+
 def set_footer_value(path: str, key: str, value: str) -> None:
     """Replace one footer value of a trace (either format), rows and other pairs kept; atomic."""
 

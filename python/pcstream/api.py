@@ -18,7 +18,8 @@ from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import Any, Optional
 
-from pcstream.options import MapOptions, RecordOptions, SimOptions
+from pcstream.errors import BadParameter
+from pcstream.options import MAX_SIZE_PAGES, MapOptions, RecordOptions, SimOptions
 
 Json = dict[str, Any]
 # ``progress(done, total)``: called by a long engine call as it goes (rows, bytes or events).
@@ -177,6 +178,10 @@ def import_trace(
     ``meta_map``: sorted, disjoint ``(first page, pages, meta class)`` ranges that set the ``meta``
     column by address. ``progress(bytes_read, file_bytes)``. No output is left on any error.
     """
+    if capacity_pages is not None and not 0 < capacity_pages <= MAX_SIZE_PAGES:
+        raise BadParameter(
+            "capacity_pages", capacity_pages, "{param} {value}: must be between 1 and 2^64 - 1 pages"
+        )
     return _decode(
         engine().import_trace(
             format,
@@ -223,6 +228,12 @@ def footer_keys() -> dict[str, str]:
     """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...), as
     the engine defines them (:mod:`pcstream.tracemeta` exposes them)."""
     return {str(name): str(key) for name, key in engine().footer_keys().items()}
+
+
+def input_limit(what: str) -> int:
+    """The size limit in bytes of a small input file: ``ssd_config``, ``mix_spec`` or
+    ``pc_table``, as the engine defines it (the engine's own readers keep to it too)."""
+    return int(engine().input_limits()[what])
 
 
 def set_footer_value(trace: str, key: str, value: str) -> None:

@@ -156,15 +156,70 @@ def one_line(message: str) -> str:
     return "; ".join(parts) if parts else "unknown error"
 
 
+def file_problem(path: str, what: str = "file") -> str | None:
+    """Why ``path`` (a ``what``) cannot be read as a file, as one line; None when it is an existing,
+    readable regular file. The type is checked with ``stat`` (symbolic links followed) before
+    anything opens it: opening a FIFO without a writer blocks, and a device reads forever."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return f"{path}: no such file; check the path"
+    except OSError as exc:
+        return (
+            f"{path}: cannot use ({(exc.strerror or str(exc)).lower()}); check the path and its permissions"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path}: is {_kind(st.st_mode)}, not a regular file; give the {what} itself"
+    if not os.access(path, os.R_OK):
+        return f"{path}: permission denied; check the file's permissions"
+    return None
+
+
 def require_file(path: str, what: str = "file") -> str:
     """Check that ``path`` is an existing, readable regular file; raise an InputError otherwise."""
-    if not os.path.exists(path):
-        raise InputError(path, f"{path}: no such file; check the path")
-    if os.path.isdir(path):
-        raise InputError(path, f"{path}: is a directory, expected a {what}; check the path")
-    if not os.access(path, os.R_OK):
-        raise InputError(path, f"{path}: permission denied; check the file's permissions")
+    problem = file_problem(path, what)
+    if problem is not None:
+        raise InputError(path, problem)
     return path
+
+
+def require_config_file(path: str, what: str = "SSD config file") -> str:
+    """:func:`require_file` for an SSD config: a ConfigError (a bad config, whatever is wrong)."""
+    problem = file_problem(path, what)
+    if problem is not None:
+        raise ConfigError(problem)
+    return path
+
+
+def read_input(path: str, what: str, limit: int) -> str:
+    """The text of the regular file ``path`` (a ``what``), at most ``limit`` bytes: never more is
+    read. An InputError when it is not a readable regular file, holds more than ``limit`` bytes
+    or is not UTF-8."""
+    require_file(path, what)
+    try:
+        # O_NONBLOCK: a FIFO put in the file's place since the check cannot block the open.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(path, f"{path}: cannot open ({(exc.strerror or str(exc)).lower()})") from None
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(
+                path, f"{path}: is {_kind(st.st_mode)}, not a regular file; give the {what} itself"
+            )
+        data = b"" if st.st_size > limit else handle.read(limit + 1)
+    size = max(st.st_size, len(data))
+    if size > limit:
+        raise InputError(
+            path,
+            f"{path}: {size} bytes, over the limit of {limit} bytes for the {what}; is it the right file?",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            path, f"{path}: not UTF-8 text (byte {exc.start}); the {what} must be text"
+        ) from None
 
 
 class Terminated(Exception):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api
-from pcstream.errors import InputError, Kind, engine_kind
+from pcstream.errors import InputError, Kind, engine_kind, read_input
 from pcstream.record import runner
 
 NOT_SET, NONE, SHORT, MEDIUM, LONG, EXTREME = range(6)
@@ -65,18 +65,24 @@ def load_table(path: str | Path) -> dict[str, Any]:
     table of the pcstream policies (its advice names the parameters ``policy`` and ``table`` of a
     simulation)."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
+    if not os.path.lexists(p):
         raise InputError(
             p,
             f"{p}: no such table; learn one with 'pcstream simulate TRACE {{policy}} pcstream {{table}} {p}'",
             params=LEARN,
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(p, f"{p}: cannot read the table ({exc}); check the path") from None
+        )
+    text = read_input(str(p), "PC table", api.input_limit("pc_table"))
     try:
         table = json.loads(text)
+    except RecursionError:
+        # Python's parser stops at its recursion limit; the engine's (simulate --table) refuses
+        # such a file as not a table, with status 3 too.
+        raise InputError(
+            p,
+            f"{p}: not a PC table (invalid JSON: nested too deeply); learn it again "
+            "with 'simulate {table}'",
+            params=LEARN,
+        ) from None
     except ValueError as exc:
         raise InputError(
             p,

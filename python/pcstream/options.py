@@ -32,6 +32,9 @@ MAX_FRAMES = 64
 DEFAULT_CAPACITY = "paper"
 # The size of ``record --block``'s ext4 image when ``capacity`` is not given.
 BLOCK_CAPACITY = "1GiB"
+# The largest page count a SIZE may be: the engine takes pages as 64-bit numbers (and refuses
+# traces beyond 2^40 pages itself, naming its limit).
+MAX_SIZE_PAGES = (1 << 64) - 1
 # How a SIZE value is written (parsed by pcstream.units.parse_size).
 SIZE_HELP = "pages of 4 KiB (61248), bytes with a unit (16GiB, 512M, 1.5TB), or an SSD preset name (small)"
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pcstream import tracemeta
+from pcstream.errors import require_file
 
 # Files shown per PC, and the share of its writes above which the first one is shown alone.
 MAX_FILES = 2
@@ -68,6 +69,7 @@ def files_by_pc(trace: str | Path) -> dict[str, Counter[str]]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    require_file(str(trace), "trace file")  # pyarrow would wait on a FIFO
     pf = pq.ParquetFile(trace)
     meta = pf.metadata.metadata or {}
     names = set(pf.schema_arrow.names)

@@ -21,16 +21,20 @@ over the same frames), the signature is appended.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import json
 import os
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pcstream import tracemeta
+from pcstream.errors import InputError
 from pcstream.pcfiles import files_by_pc, files_text
 
 Frame = Mapping[str, Any]
@@ -39,13 +43,19 @@ Frame = Mapping[str, Any]
 # --------------------------------------------------------------------------- frames
 
 
+_CLONE = re.compile(r"\s*\[clone [^\]]*\]$")
+_QUALIFIER = re.compile(r"\s+(const|volatile|noexcept|&&|&)$")
+
+
+# Cached: a trace's frames repeat the same few symbols (libc's, main's) on every PC's path.
+@functools.lru_cache(maxsize=1 << 16)
 def short_symbol(symbol: str) -> str:
     """A demangled C++ name without its parameter list and qualifiers:
     ``ns::f(int, std::string const&) const`` → ``ns::f``; other names unchanged."""
     s = symbol.strip()
-    s = re.sub(r"\s*\[clone [^\]]*\]$", "", s)
+    s = _CLONE.sub("", s)
     for _ in range(3):
-        s = re.sub(r"\s+(const|volatile|noexcept|&&|&)$", "", s)
+        s = _QUALIFIER.sub("", s)
     if not s.endswith(")"):
         return s
     depth = 0
@@ -86,20 +96,8 @@ def _exact_name(frame: Frame) -> str:
     return f"{module}+{_offset(frame)}"
 
 
-def _named_key(frame: Frame) -> tuple[str, str]:
-    symbol = frame.get("symbol")
-    module = str(frame.get("module") or "")
-    if isinstance(symbol, str) and symbol:
-        return module, "s:" + symbol
-    return module, "o:" + _offset(frame)
-
-
 def _exact_key(frame: Frame) -> tuple[str, str]:
     return str(frame.get("module") or ""), _offset(frame)
-
-
-def _is_named(frame: Frame) -> bool:
-    return isinstance(frame.get("symbol"), str) and bool(frame.get("symbol"))
 
 
 # Where every process or thread starts: no context for a label.
@@ -108,13 +106,6 @@ _STARTUP_SYMBOLS = frozenset(
     "start_thread clone clone3 __clone __clone3 __clone_internal".split()
 )
 _RUNTIME_MODULES = ("libc.so", "ld-linux", "libpthread.so")
-
-
-def _startup(frame: Frame) -> bool:
-    """A frame of process or thread start-up: a start-up symbol, or an unnamed frame of libc."""
-    if _is_named(frame):
-        return short_symbol(str(frame["symbol"])) in _STARTUP_SYMBOLS
-    return os.path.basename(str(frame.get("module") or "")).startswith(_RUNTIME_MODULES)
 
 
 # --------------------------------------------------------------------------- labels
@@ -135,50 +126,68 @@ class PcLabel:
 
 
 def _choose(
-    sharing: Sequence[set[str]], others: set[str], taken: set[int], rank: Sequence[tuple[int, int]]
-) -> tuple[list[int], set[str]]:
-    """Depths of a PC's frames that tell it from ``others`` (``sharing[d]``: the PCs that share its
-    frame at depth d), greedily: each step takes the depth that leaves the fewest others sharing
-    every chosen frame (on a tie the better ``rank``, then the innermost), until none is left or
-    no depth helps. Returns (depths, others left)."""
+    sharing: Sequence[set[str]], sig: str, left: set[str] | None, others: int, rank: Sequence[tuple[int, int]]
+) -> tuple[list[int], set[str] | None]:
+    """Depths of the frames of PC ``sig`` that tell it from the PCs ``left`` (None: all ``others``
+    PCs but ``sig``) — ``sharing[d]``: the PCs, ``sig`` among them, that share its frame at depth
+    d — greedily: each step takes the depth that leaves the fewest PCs sharing every chosen frame
+    (on a tie the better ``rank``, then the innermost), until none is left or no depth helps.
+    Returns (depths, PCs left; None: all). While ``left`` is all, its size comes from the sharing
+    sets' sizes and it is never built: building it for every PC made labelling N PCs N² steps."""
     chosen: list[int] = []
-    left = set(others)
-    while left:
+    size = others if left is None else len(left)
+    while size:
         best: tuple[int, int, int, int] | None = None
         for depth, share in enumerate(sharing):
-            if depth in taken or depth in chosen:
+            if depth in chosen:
                 continue
-            remain = len(left & share)
+            remain = len(share) - 1 if left is None else len(left & share)
             score = (remain, *rank[depth], depth)
-            if remain < len(left) and (best is None or score < best):
+            if remain < size and (best is None or score < best):
                 best = score
         if best is None:
             break
         chosen.append(best[-1])
-        left &= sharing[best[-1]]
+        left = sharing[best[-1]] - {sig} if left is None else left & sharing[best[-1]]
+        size = len(left)
     return chosen, left
 
 
-def _on_path(frames: Mapping[str, Sequence[Frame]], key: Any) -> dict[Any, set[str]]:
-    """Frame key → the PCs with that frame anywhere on their path."""
-    index: dict[Any, set[str]] = {}
-    for sig, path in frames.items():
-        for frame in path:
-            index.setdefault(key(frame), set()).add(sig)
-    return index
+def _frame_facts(frame: Frame) -> tuple[tuple[str, str], bool, bool]:
+    """A frame's (name key: module and symbol, or module and offset without a symbol; whether it
+    has a symbol; whether it is a frame of process or thread start-up: a start-up symbol, or an
+    unnamed frame of libc), read once per frame."""
+    module = str(frame.get("module") or "")
+    symbol = frame.get("symbol")
+    if isinstance(symbol, str) and symbol:
+        return (module, "s:" + symbol), True, short_symbol(symbol) in _STARTUP_SYMBOLS
+    return (module, "o:" + _offset(frame)), False, os.path.basename(module).startswith(_RUNTIME_MODULES)
 
 
-def _at_depth(frames: Mapping[str, Sequence[Frame]], key: Any) -> list[dict[Any, set[str]]]:
-    """Per depth: frame key → the PCs with that frame at that depth."""
-    depth = max((len(f) for f in frames.values()), default=0)
-    index: list[dict[Any, set[str]]] = [{} for _ in range(depth)]
-    for sig, path in frames.items():
-        for d, frame in enumerate(path):
-            index[d].setdefault(key(frame), set()).add(sig)
-    return index
+def _first_unique(sharing: Sequence[set[str]], rank: Sequence[tuple[int, int]]) -> int | None:
+    """The depth :func:`_choose` takes first when a frame of the PC is its alone (``sharing[d]``
+    holds only the PC): the best ranked such frame, then the innermost; None when there is none."""
+    best: tuple[tuple[int, int], int] | None = None
+    for depth, share in enumerate(sharing):
+        if len(share) == 1 and (best is None or (rank[depth], depth) < best):
+            best = (rank[depth], depth)
+    return None if best is None else best[1]
 
 
-def _render(path: Sequence[Frame], depths: Iterable[int], exact: set[int]) -> str:
+def _index(keys: Mapping[str, Sequence[Any]]) -> tuple[dict[Any, set[str]], list[dict[Any, set[str]]]]:
+    """(frame key → the PCs with that frame anywhere on their path, per depth: frame key → the PCs
+    with that frame at that depth); ``keys``: PC → its frames' keys."""
+    # defaultdict: a set made only for a new key (setdefault would make one per call).
+    on_path: defaultdict[Any, set[str]] = defaultdict(set)
+    at_depth = [defaultdict(set) for _ in range(max(map(len, keys.values()), default=0))]
+    for sig, path in keys.items():
+        for key, level in zip(path, at_depth):
+            on_path[key].add(sig)
+            level[key].add(sig)
+    return on_path, at_depth
+
+
+def _render(path: Sequence[Frame], depths: Iterable[int], exact: Iterable[int]) -> str:
     ordered = sorted(set(depths), reverse=True)  # outermost first
     parts: list[str] = []
     for k, depth in enumerate(ordered):
@@ -186,6 +195,86 @@ def _render(path: Sequence[Frame], depths: Iterable[int], exact: set[int]) -> st
             parts.append(" → " if ordered[k - 1] == depth + 1 else " → … → ")
         parts.append(_exact_name(path[depth]) if depth in exact else frame_name(path[depth]))
     return "".join(parts)
+
+
+# A way to label a PC: its cost (PCs left sharing every chosen frame, frames, start-up frames,
+# unnamed frames: lower is better), and the depths shown with those shown by their call site.
+Option = tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
+
+
+class _Labeller:
+    """The indices over every PC's frames a label is chosen from (built once: linear in the frames)."""
+
+    def __init__(self, framed: Mapping[str, list[Frame]]) -> None:
+        self.framed = framed
+        self.facts: dict[str, list[tuple[tuple[str, str], bool, bool]]] = {}
+        self.named_on_path: defaultdict[Any, set[str]] = defaultdict(set)
+        self.named_at_depth: list[defaultdict[Any, set[str]]] = []
+        for sig, path in framed.items():  # one pass: each frame read once, indexed at once
+            facts = self.facts[sig] = [_frame_facts(f) for f in path]
+            self.named_at_depth.extend(defaultdict(set) for _ in range(len(facts) - len(self.named_at_depth)))
+            for fact, level in zip(facts, self.named_at_depth):
+                self.named_on_path[fact[0]].add(sig)
+                level[fact[0]].add(sig)
+        self._exact: tuple[dict[Any, set[str]], list[dict[Any, set[str]]]] | None = None
+        # Named frames on every PC's path (main, the event loop) give no context.
+        self.everywhere = {k for k, holders in self.named_on_path.items() if len(holders) == len(framed)}
+        self.others = len(framed) - 1  # the PCs each framed PC is told apart from
+
+    def options(self, sig: str) -> list[Option]:
+        """A label by frames absent from the others' paths and one by frames at depths where the
+        others have other frames (often shorter, but only the first shows what the others lack)."""
+        facts = self.facts[sig]
+        rank = [(1 if startup else 0, 0 if named else 1) for _, named, startup in facts]
+        useful = [d for d, f in enumerate(facts) if not f[2]]
+        named = [d for d in useful if facts[d][1]]
+        context = [d for d in named if facts[d][0] not in self.everywhere]
+        outer = max(context or named or useful or [len(facts) - 1])
+        found: list[Option] = []
+        for on_path in (True, False):
+            sharing = self.sharing(sig, on_path, False)
+            unique = _first_unique(sharing, rank) if self.others else None
+            if unique is not None:  # what _choose finds in one step: a frame no other PC has there
+                found.append(((0, 1, *rank[unique]), (unique, outer), ()))
+                continue
+            depths, left = _choose(sharing, sig, None, self.others, rank)
+            exact: list[int] = []
+            if left is None or left:  # the same names: a chosen frame's call site may be what differs
+                exact, left = _choose(self.sharing(sig, on_path, True), sig, left, self.others, rank)
+            chosen = list(dict.fromkeys(depths + exact)) or [0]
+            unresolved = self.others if left is None else len(left)
+            cost = (unresolved, len(chosen), sum(rank[d][0] for d in chosen), sum(rank[d][1] for d in chosen))
+            found.append((cost, (*chosen, outer), tuple(exact)))
+        return found
+
+    def sharing(self, sig: str, on_path: bool, exact: bool) -> list[set[str]]:
+        """Per frame of ``sig``: the PCs with that frame (``exact``: at that call site) on their
+        path (``on_path``) or at that depth. The call-site indices are built when first needed:
+        names alone tell most PCs apart."""
+        if exact and self._exact is None:
+            self._exact = _index({s: [_exact_key(f) for f in path] for s, path in self.framed.items()})
+        if exact:
+            assert self._exact is not None
+            on, at = self._exact
+            keys = [_exact_key(f) for f in self.framed[sig]]
+        else:
+            on, at = self.named_on_path, self.named_at_depth
+            keys = [f[0] for f in self.facts[sig]]
+        if on_path:
+            return [on[k] for k in keys]
+        return [at[d][k] for d, k in enumerate(keys)]
+
+    def text(self, sig: str, option: Option) -> str:
+        return _render(self.framed[sig], option[1], option[2])
+
+    def best(self, sig: str, options: list[Option]) -> str:
+        """The text of the cheapest option (on equal costs, the first text in order), rendering
+        only the options it needs."""
+        low = min(option[0] for option in options)
+        tied = [option for option in options if option[0] == low]
+        if len({option[1:] for option in tied}) == 1:
+            return self.text(sig, tied[0])
+        return min(self.text(sig, option) for option in tied)
 
 
 def label_pcs(
@@ -196,51 +285,47 @@ def label_pcs(
     """A label for each PC of ``sigs`` (default: every PC of ``pcs``), telling it apart from every
     PC of ``pcs`` (signature → frames, innermost first). ``files``: PC → path pattern → amount
     written (:func:`files_by_pc`). PCs without frames are labelled ``PC <signature>``."""
+    with _no_collection():
+        return _label_pcs(pcs, files, sigs)
+
+
+@contextlib.contextmanager
+def _no_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused: labelling makes a few containers per frame, none in a
+    cycle, and the collector's passes over them took a quarter of the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _label_pcs(
+    pcs: Mapping[str, Sequence[Frame]],
+    files: Mapping[str, Mapping[str, int]] | None,
+    sigs: Iterable[str] | None,
+) -> dict[str, PcLabel]:
     framed = {str(s): list(f) for s, f in pcs.items() if f}
     wanted = list(dict.fromkeys(str(s) for s in (pcs if sigs is None else sigs)))
-    named_on_path = _on_path(framed, _named_key)
-    named_at_depth = _at_depth(framed, _named_key)
-    exact_on_path = _on_path(framed, _exact_key)
-    exact_at_depth = _at_depth(framed, _exact_key)
-    # Named frames on every PC's path (main, the event loop) give no context.
-    everywhere = {k for k, holders in named_on_path.items() if len(holders) == len(framed)}
-    # Per PC, a label by frames absent from the others' paths and one by frames at depths where the
-    # others have other frames (often shorter, but only the first shows what the others lack).
-    options: dict[str, list[tuple[tuple[int, ...], str]]] = {}
+    labeller = _Labeller(framed)
+    options: dict[str, list[Option]] = {}
+    texts: dict[str, str] = {}
     # Every PC is labelled (not only the ones asked for), so a PC gets the same label whichever
     # others are shown beside it.
     for sig in dict.fromkeys([*framed, *wanted]):
-        path = framed.get(sig)
-        if not path:
-            options[sig] = [((0,), f"PC {sig}")]
-            continue
-        keys = [_named_key(f) for f in path]
-        exact_keys = [_exact_key(f) for f in path]
-        is_named = [_is_named(f) for f in path]
-        rank = [(1 if _startup(f) else 0, 0 if is_named[d] else 1) for d, f in enumerate(path)]
-        useful = [d for d in range(len(path)) if not _startup(path[d])]
-        named = [d for d in useful if is_named[d]]
-        context = [d for d in named if keys[d] not in everywhere]
-        outer = max(context or named or useful or [len(path) - 1])
-        options[sig] = []
-        for named_sharing, exact_sharing in (
-            ([named_on_path[k] for k in keys], [exact_on_path[k] for k in exact_keys]),
-            (
-                [named_at_depth[d][k] for d, k in enumerate(keys)],
-                [exact_at_depth[d][k] for d, k in enumerate(exact_keys)],
-            ),
-        ):
-            depths, left = _choose(named_sharing, set(framed) - {sig}, set(), rank)
-            exact: list[int] = []
-            if left:  # the same names: a chosen frame's call site may be what differs
-                exact, left = _choose(exact_sharing, left, set(), rank)
-            chosen = list(dict.fromkeys(depths + exact)) or [0]
-            cost = (len(left), len(chosen), sum(rank[d][0] for d in chosen), sum(rank[d][1] for d in chosen))
-            options[sig].append((cost, _render(path, [*chosen, outer], set(exact))))
-    texts = {sig: min(choice)[1] for sig, choice in options.items()}
+        if sig in framed:
+            options[sig] = labeller.options(sig)
+            texts[sig] = labeller.best(sig, options[sig])
+        else:
+            texts[sig] = f"PC {sig}"
     # Equal texts: the first option (what the others lack), then the signature appended (twins over
     # the same frames, or modules with the same file name).
-    for fallback in (lambda sig, _text: options[sig][0][1], lambda sig, text: f"{text} (PC {sig})"):
+    for fallback in (
+        lambda sig, text: labeller.text(sig, options[sig][0]) if sig in options else text,
+        lambda sig, text: f"{text} (PC {sig})",
+    ):
         seen = Counter(texts.values())
         texts = {sig: fallback(sig, text) if seen[text] > 1 else text for sig, text in texts.items()}
     return {sig: PcLabel(sig, texts[sig], files_text(files.get(sig, {})) if files else "") for sig in wanted}
@@ -248,10 +333,9 @@ def label_pcs(
 
 def read_pcs(trace: str | Path) -> dict[str, list[dict[str, Any]]]:
     """The ``pcstream.pcs`` footer of a trace (signature → frames, innermost first); {} without it.
-    Raises OSError/ValueError for an unreadable file or malformed JSON."""
-    import pyarrow.parquet as pq
-
-    raw = tracemeta.get(pq.read_metadata(trace).metadata or {}, tracemeta.KEY_PCS)
+    Raises InputError for a missing file or one that is not a regular file, OSError/ValueError for
+    an unreadable file or malformed JSON."""
+    raw = tracemeta.get(tracemeta.footer(trace), tracemeta.KEY_PCS)
     if raw is None:
         return {}
     table = json.loads(raw)
@@ -281,7 +365,7 @@ def label_info(trace: str | Path, summary: dict[str, Any]) -> None:
         return
     try:
         frames = read_pcs(trace)
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):
         return
     if not frames:
         return

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from pcstream import api
+from pcstream.errors import require_file
 
 # The keys, named as the engine names them (footer_keys()); declared here for readers and type
 # checkers, their values filled from the engine.
@@ -71,6 +72,7 @@ def footer(path: str | Path) -> dict[str, str]:
     """The key-value metadata of a Parquet file, decoded (needs pyarrow)."""
     import pyarrow.parquet as pq
 
+    require_file(str(path), "trace file")  # pyarrow would wait on a FIFO
     raw = pq.read_metadata(path).metadata or {}
     return {_text(k): _text(v) for k, v in raw.items()}
 

@@ -6,10 +6,12 @@ Logical time is the number of host pages written; latencies are microseconds (do
 
 from __future__ import annotations
 
+import math
 import re
+from fractions import Fraction
 
 # How a SIZE is written: help text, declared once with the options that take a SIZE.
-from pcstream.options import SIZE_HELP
+from pcstream.options import MAX_SIZE_PAGES, SIZE_HELP
 
 # Bytes of a page: the unit of every address, length and capacity in a block trace.
 PAGE_BYTES = 4096
@@ -57,9 +59,12 @@ def parse_size(text: str) -> int:
             raise ValueError(f"'{text}': a page count must be a whole number")
         pages = int(number)
     elif unit in BYTE_UNITS:
-        pages = pages_for_bytes(int(float(number) * BYTE_UNITS[unit]))
+        # Exact (a float overflows to inf, or rounds, on long numbers).
+        pages = pages_for_bytes(math.floor(Fraction(number) * BYTE_UNITS[unit]))
     else:
         raise ValueError(f"'{text}': unknown unit '{m.group(2)}'; use B, KiB, MiB, GiB, TiB (or KB, MB, ...)")
     if pages <= 0:
         raise ValueError(f"'{text}' is not a positive size")
+    if pages > MAX_SIZE_PAGES:
+        raise ValueError(f"'{text}' is too large: over 2^64 pages; give a size in the device's range")
     return pages

@@ -125,7 +125,7 @@ def test_unknown_preset(traces: dict[str, Path]) -> None:
 
 def test_missing_ssd_file(traces: dict[str, Path], tmp_path: Path) -> None:
     run = invoke("simulate", traces["zipf"], "--policy", "baseline", "--ssd", tmp_path / "ssd.toml")
-    assert_user_error(run, INPUT, "ssd.toml")
+    assert_user_error(run, CONFIG, "ssd.toml")  # a bad SSD config, whatever is wrong with it
 
 
 @pytest.mark.parametrize("item", ["novalue", "=3", ""])

@@ -10,6 +10,9 @@ use pcstream_core::request::Request;
 use pcstream_core::{config, SimError, SimOptions, Simulator, SsdConfig};
 use pcstream_trace::blocktrace::format::COLUMNS;
 use pcstream_trace::blocktrace::{BlockTraceWriter, TraceMeta, DEFAULT_ROW_GROUP_ROWS};
+use pcstream_trace::input_file::{
+    read_capped, MIX_SPEC_MAX_BYTES, PC_TABLE_MAX_BYTES, SSD_CONFIG_MAX_BYTES,
+};
 use pcstream_trace::map::aging::{self, AgingSpec};
 use pcstream_trace::replay::run_with_table_file;
 use pcstream_trace::{generate_to_file, summarize, GenParams, RunError, TraceError};
@@ -83,8 +86,9 @@ fn load_ssd(ssd: &str) -> PyResult<SsdConfig> {
             SsdConfig::preset(ssd).unwrap_err().to_string(),
         ));
     }
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| ConfigError::new_err(format!("{ssd}: cannot read ({e})")))?;
+    // A config that is no regular file, too big or not text is a bad config like a malformed one.
+    let text = read_capped(p, "SSD config file", SSD_CONFIG_MAX_BYTES)
+        .map_err(|e| ConfigError::new_err(e.to_string()))?;
     SsdConfig::from_toml(ssd, &text).map_err(|e| ConfigError::new_err(e.to_string()))
 }
 
@@ -522,6 +526,17 @@ fn footer_keys() -> BTreeMap<&'static str, &'static str> {
         .collect()
 }
 
+/// The size limits of the small input files, in bytes, by what they are (`ssd_config`,
+/// `mix_spec`, `pc_table`): the one definition the Python package reads them from.
+#[pyfunction]
+fn input_limits() -> BTreeMap<&'static str, u64> {
+    BTreeMap::from([
+        ("ssd_config", SSD_CONFIG_MAX_BYTES),
+        ("mix_spec", MIX_SPEC_MAX_BYTES),
+        ("pc_table", PC_TABLE_MAX_BYTES),
+    ])
+}
+
 /// Replace footer key `key` of the trace `path` (either format) with `value`, rows and other
 /// pairs kept, the file replaced atomically.
 #[pyfunction]
@@ -630,6 +645,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_trace, m)?)?;
     m.add_function(wrap_pyfunction!(aging_plan, m)?)?;
     m.add_function(wrap_pyfunction!(footer_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(input_limits, m)?)?;
     m.add_function(wrap_pyfunction!(set_footer_value, m)?)?;
     m.add_function(wrap_pyfunction!(write_block_trace, m)?)?;
     Ok(())

@@ -9,6 +9,7 @@
 //! - [`blocktrace`]: the block-trace format (reader, writer, summaries), the simulator's input.
 //! - [`parquet`]: the Parquet layer under both trace formats (checks before decoding, footer
 //!   keys and pairs, atomic writing).
+//! - [`input_file`]: every input file opened by its type, small text files read with a cap.
 //! - [`replay`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
 
 pub mod bench;
@@ -20,6 +21,7 @@ pub mod fuzzing;
 pub mod gen;
 pub mod guard;
 pub mod import;
+pub mod input_file;
 pub mod map;
 pub mod meminfo;
 pub mod parquet;

@@ -9,6 +9,7 @@ use pcstream_core::{Request, SimError, SimOptions, SimResult, Simulator, SsdConf
 
 use crate::blocktrace::{scan_capacity, BlockTraceReader};
 use crate::error::TraceError;
+use crate::input_file::{read_capped, PC_TABLE_MAX_BYTES};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -41,12 +42,10 @@ pub fn run_with_table_file(
         return run_trace(path, cfg, opts, None, progress);
     };
     let label = t.display().to_string();
-    let text = match t.exists() {
-        true => Some(std::fs::read_to_string(t).map_err(|e| TraceError::Io {
-            path: label.clone(),
-            why: format!("cannot read the table ({e})"),
-        })?),
-        false => None,
+    // A missing table is learned from scratch; anything else at the path must be a table.
+    let text = match std::fs::metadata(t) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        _ => Some(read_capped(t, "PC table", PC_TABLE_MAX_BYTES)?),
     };
     let policy = opts.policy.clone();
     let mut r = run_trace(

@@ -2,7 +2,7 @@
 //! garbage (docs/HARDENING.md). One test per class of the hostile-input review: corrupt Parquet
 //! pages, overflowing geometry, huge but valid devices, huge capacities, offsets and times that
 //! overflow, backwards times, inputs without requests, over-long lines, NUL bytes, unknown
-//! blkparse rwbs, the embedded Arrow schema's metadata.
+//! blkparse rwbs, the embedded Arrow schema's metadata, inputs that are not regular files.
 
 use std::io::Cursor;
 use std::path::Path;
@@ -492,4 +492,116 @@ fn the_pc_table_names_only_the_pcs_of_the_rows() {
     let pcs = r.meta().pcs.as_object().unwrap();
     assert_eq!(pcs.keys().collect::<Vec<_>>(), vec!["7"]);
     assert_eq!(pcs["7"], frames);
+}
+
+/// Runs `check` in a thread; if it has not returned within 20 s (a FIFO waited on), opens
+/// `fifo` for writing, which releases the blocked reader, and fails.
+fn at_once(fifo: &Path, check: impl FnOnce() + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        check();
+        let _ = done.send(());
+    });
+    if finished
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .is_err()
+    {
+        let _ = std::fs::OpenOptions::new().write(true).open(fifo);
+        let _ = worker.join();
+        panic!("blocked on {}", fifo.display());
+    }
+    worker.join().unwrap();
+}
+
+#[test]
+fn inputs_that_are_not_regular_files_are_refused_at_once() {
+    use pcstream_trace::input_file::{read_capped, SSD_CONFIG_MAX_BYTES};
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.parquet");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let sock = dir.path().join("sock.parquet");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let link = dir.path().join("link.parquet");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let nodes = [
+        (fifo.clone(), "a FIFO"),
+        (link, "a FIFO"),
+        (dir.path().to_path_buf(), "a directory"),
+        ("/dev/zero".into(), "a character device"),
+        (sock, "a socket"),
+    ];
+    let out = dir.path().join("out.parquet");
+    for (node, kind) in nodes {
+        let out = out.clone();
+        at_once(&fifo, move || {
+            let said = format!("{}: is {kind}, not a regular file", node.display());
+            let errors = [
+                BlockTraceReader::open(&node).err().map(|e| e.to_string()),
+                FileTraceReader::open(&node).err().map(|e| e.to_string()),
+                summarize(&node).err().map(|e| e.to_string()),
+                import(
+                    "msr",
+                    &node,
+                    &out,
+                    &ImportOptions::default(),
+                    &mut |_, _| true,
+                )
+                .err()
+                .map(|e| e.to_string()),
+                read_capped(&node, "SSD config file", SSD_CONFIG_MAX_BYTES)
+                    .err()
+                    .map(|e| e.to_string()),
+            ];
+            for e in errors {
+                let e = e.expect("refused");
+                assert!(e.starts_with(&said), "{e}");
+                assert!(!e.contains('\n'), "{e}");
+            }
+            assert!(!pcstream_trace::filetrace::info::is_file_trace(&node));
+            assert!(!out.exists());
+        });
+    }
+}
+
+#[test]
+fn a_table_file_is_read_by_its_type_and_up_to_its_limit() {
+    use pcstream_trace::input_file::PC_TABLE_MAX_BYTES;
+    use pcstream_trace::replay::run_with_table_file;
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.parquet");
+    let p = GenParams {
+        capacity_pages: 4096,
+        writes: 100,
+        ..Default::default()
+    };
+    generate_to_file("uniform", &p, &trace).unwrap();
+    let cfg = SsdConfig::preset("small").unwrap();
+    // Sparse: refused by its size, never read.
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(PC_TABLE_MAX_BYTES + 1)
+        .unwrap();
+    let opts = || SimOptions {
+        policy: "pcstream".into(),
+        ..SimOptions::default()
+    };
+    for (table, says) in [
+        (
+            big.clone(),
+            format!("over the limit of {PC_TABLE_MAX_BYTES} bytes"),
+        ),
+        ("/dev/zero".into(), "is a character device".to_string()),
+        (dir.path().to_path_buf(), "is a directory".to_string()),
+    ] {
+        let e = run_with_table_file(&trace, &cfg, opts(), Some(&table), &mut |_, _| true)
+            .expect_err("refused")
+            .to_string();
+        assert!(e.contains(&says), "{e}");
+    }
+    assert_eq!(
+        std::fs::metadata(&big).unwrap().len(),
+        PC_TABLE_MAX_BYTES + 1
+    );
 }

@@ -19,9 +19,9 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from pcstream import diagnose, options, units
+from pcstream import api, diagnose, options, units
 from pcstream.compare.outcome import Outcome
-from pcstream.errors import Kind, describe, one_line, require_file
+from pcstream.errors import Kind, describe, one_line, require_config_file
 from pcstream.report.data import BASELINE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -253,9 +253,12 @@ SIZE_HELP = units.SIZE_HELP
 
 
 def resolve_ssd(value: str) -> str:
-    """A preset name is passed as is; anything that looks like a path must be an existing file."""
+    """A preset name is passed as is; anything that looks like a path must be an existing regular
+    file holding a valid SSD config, checked before any work (else a bad SSD config, status 4,
+    also when a sweep would have run other configs first)."""
     if value.endswith(".toml") or os.sep in value or os.path.exists(value):
-        require_file(value, "SSD config file")
+        require_config_file(value)
+        api.ssd_summary(value)  # the engine's reading: size limit, TOML, geometry
     return value
 
 

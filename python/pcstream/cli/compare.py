@@ -19,6 +19,7 @@ from pcstream.cli._common import (
     print_json,
     progress_bar,
     report_failures,
+    resolve_ssd,
     seed_option,
     settle,
     timing_option,
@@ -27,7 +28,7 @@ from pcstream.cli._common import (
 from pcstream.cli._common import stdout as stdout_console
 from pcstream.compare import sweep
 from pcstream.compare.jobs import default_jobs
-from pcstream.errors import check_output_name
+from pcstream.errors import check_output_name, require_file
 from pcstream.options import SimOptions
 from pcstream.report import RunInfo, require, write_report, write_results
 from pcstream.workloads.recipes import SUITE_SSD
@@ -214,7 +215,12 @@ def _checked(
     if report_dir is not None:
         require("report")
         _prepare_dir(report_dir)
-    ssd_list = list(dict.fromkeys(ssds))
+    for trace in traces:
+        # A FIFO or a device is never a trace: refused before any run (a missing file fails its
+        # own runs, like any other unreadable trace).
+        if os.path.exists(trace):
+            require_file(trace, "trace file")
+    ssd_list = [resolve_ssd(ssd) for ssd in dict.fromkeys(ssds)]
     prefill_given = ctx.get_parameter_source("prefill") is not click.core.ParameterSource.DEFAULT
     if prefill_given and (aged := sweep.aged_traces(traces)):
         raise click.UsageError(

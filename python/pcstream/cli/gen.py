@@ -7,8 +7,8 @@ import os
 import click
 
 from pcstream import api
-from pcstream.cli._common import EXIT_INPUT, CliError, epilog, json_option, print_json
-from pcstream.errors import prepare_output, require_file
+from pcstream.cli._common import epilog, json_option, print_json
+from pcstream.errors import prepare_output, read_input
 
 KINDS = ("uniform", "zipf", "pareto", "normal", "hotcold", "seq", "mix", "lsm")
 
@@ -30,12 +30,7 @@ Example: pcstream gen lsm --capacity-pages 244994 --writes 1200000 --levels 4
 def _mix_value(value: str) -> str:
     """A mix preset name is passed as is; a .json/.toml file is read and passed as its text."""
     if value.endswith((".json", ".toml")) or os.sep in value:
-        require_file(value, "mix spec file")
-        try:
-            with open(value, encoding="utf-8") as handle:
-                return handle.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CliError(f"{value}: cannot read the mix spec ({exc}); check the file", EXIT_INPUT) from None
+        return read_input(value, "mix spec file", api.input_limit("mix_spec"))
     return value
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pcstream import api
 from pcstream.compare.outcome import Job, Outcome
-from pcstream.errors import BadParameter, describe, one_line, require_file
+from pcstream.errors import BadParameter, describe, one_line, require_config_file, require_file
 
 # How to get a Ray cluster, after a failed connection ({param}: how the caller spells the option).
 RAY_HOW = (
@@ -32,7 +32,7 @@ def run_job(job: Job) -> Outcome:
     try:
         require_file(job.trace, "trace file")
         if _looks_like_path(job.ssd):
-            require_file(job.ssd, "SSD config file")
+            require_config_file(job.ssd)
         options = job.options
         if not options.timing and options.cdf_points:
             options = dataclasses.replace(options, cdf_points=0)  # a CDF needs the timing model

@@ -14,7 +14,7 @@ from pathlib import Path
 from pcstream import api, tracemeta
 from pcstream.compare.jobs import run_jobs, run_jobs_ray
 from pcstream.compare.outcome import Job, Outcome
-from pcstream.errors import prepare_output
+from pcstream.errors import file_problem, prepare_output
 from pcstream.options import SimOptions
 
 # compare ages the SSD by default (simulate does not): steady-state GC is what placement changes.
@@ -69,6 +69,8 @@ def select_policies(spec: str) -> list[str]:
 def _aged(trace: str) -> bool:
     """Whether ``trace`` carries an aged state; an unreadable trace does not (its jobs then fail
     with the reader's message, like any other run)."""
+    if file_problem(trace) is not None:  # a FIFO would block the footer's read
+        return False
     try:
         return tracemeta.aged_pages(trace) > 0
     except (OSError, ValueError):

@@ -16,6 +16,7 @@ from typing import Any
 from pcstream import pclabels
 from pcstream.compare.outcome import Outcome
 from pcstream.diagnose import BASELINE
+from pcstream.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def read_pc_frames(trace: str) -> tuple[dict[str, list[dict[str, Any]]], str | N
     """
     try:
         return pclabels.read_pcs(trace), None
-    except OSError as exc:
+    except (OSError, InputError) as exc:
         return {}, f"{trace}: cannot read the Parquet footer ({exc})"
     except ValueError as exc:
         what = str(exc) if "JSON object" in str(exc) else f"pcstream.pcs is not JSON ({exc})"
@@ -287,7 +288,7 @@ def _trace_labels(
     try:
         files = pclabels.files_by_pc(trace)
         note = None
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, InputError) as exc:
         files, note = {}, f"{trace}: files written per PC unavailable ({exc})"
     return pclabels.label_pcs(frames, files), note
 

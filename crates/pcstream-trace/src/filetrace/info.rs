@@ -14,7 +14,6 @@
 //! those the kernel refused, those without a level).
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::Path;
 
 use arrow_schema::DataType;
@@ -35,7 +34,7 @@ pub const HINT_NAMES: [&str; 6] = ["NOT_SET", "NONE", "SHORT", "MEDIUM", "LONG",
 /// Whether `path` is a file-level trace: its footer has `pcstream.paths` or its `op` column
 /// holds strings. `false` for anything unreadable (the block-trace reader then reports it).
 pub fn is_file_trace(path: &Path) -> bool {
-    let Ok(f) = File::open(path) else {
+    let Ok(f) = crate::parquet::open_input(path) else {
         return false;
     };
     // Through the readers' builder: the footer check and the decoder's panics contained.

@@ -15,25 +15,10 @@ use super::pages::ReadAt;
 use crate::error::{one_line, TraceError};
 use crate::guard::contain;
 
-/// Open an input file with one-line errors: missing, unreadable, or a directory.
+/// Open a trace file with one-line errors: missing, unreadable, or not a regular file (a FIFO is
+/// refused without blocking; see [`crate::input_file`]).
 pub(crate) fn open_input(path: &Path) -> Result<File, TraceError> {
-    let label = path.display().to_string();
-    let f = File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => TraceError::Missing {
-            path: label.clone(),
-        },
-        _ => TraceError::Io {
-            path: label.clone(),
-            why: format!("cannot open ({}); check the permissions", one_line(e)),
-        },
-    })?;
-    if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(TraceError::Io {
-            path: label,
-            why: "is a directory, not a trace file; give the file itself".into(),
-        });
-    }
-    Ok(f)
+    crate::input_file::open_regular(path, "trace file")
 }
 
 /// Read the footer of `src` (a file, or bytes in memory) into a reader builder; a corrupt
