@@ -524,7 +524,8 @@ __attribute__((noinline)) void log_append(int fd) {
     for (int i = 0; i < 200; i++) if (write(fd, buf, sizeof buf) != sizeof buf) _exit(1);
 }
 __attribute__((noinline)) void page_update(int fd) {
-    for (int i = 0; i < 300; i++) if (pwrite(fd, buf, sizeof buf, (off_t)(i % 50) * 4096) != sizeof buf) _exit(1);
+    for (int i = 0; i < 300; i++)
+        if (pwrite(fd, buf, sizeof buf, (off_t)(i % 50) * 4096) != sizeof buf) _exit(1);
 }
 int main(void) {
     memset(buf, 'x', sizeof buf);

@@ -379,7 +379,10 @@ import java.io.*;
 public class Srv {
     static final byte[] PAGE = new byte[4096];
     static void appendLog(FileOutputStream o) throws IOException { o.write(PAGE); }
-    static void rewritePage(RandomAccessFile r, int i) throws IOException { r.seek((i % 64) * 4096L); r.write(PAGE); }
+    static void rewritePage(RandomAccessFile r, int i) throws IOException {
+        r.seek((i % 64) * 4096L);
+        r.write(PAGE);
+    }
     public static void main(String[] a) throws Exception {
         try (FileOutputStream o = new FileOutputStream("log.dat");
              RandomAccessFile r = new RandomAccessFile("pages.dat", "rw")) {

@@ -134,5 +134,6 @@ def start(pid: int, frames: int) -> AttachedJfr | str:
     if started.returncode != 0 or "Started recording" not in started.stdout:
         shutil.rmtree(jfr_dir, ignore_errors=True)
         why = (started.stdout + started.stderr).strip().splitlines()
-        return f"JVM {pid}: jcmd JFR.start failed ({why[-1] if why else started.returncode}); native signatures kept"
+        last = why[-1] if why else started.returncode
+        return f"JVM {pid}: jcmd JFR.start failed ({last}); its writes keep native signatures"
     return handle
