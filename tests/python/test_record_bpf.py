@@ -415,9 +415,7 @@ def test_io_uring_writes_of_a_shim_process_are_recorded(tmp_path: Path) -> None:
         pytest.skip("no C compiler")
     exe = tmp_path / "uringwrite"
     src = ROOT / "tests" / "shim" / "uringwrite.c"
-    subprocess.run(
-        [CC, "-O2", "-fno-inline", "-o", str(exe), str(src)], check=True
-    )
+    subprocess.run([CC, "-O2", "-fno-inline", "-o", str(exe), str(src)], check=True)
     sigs = []
     for _ in range(2):
         r = Run(tmp_path, [str(exe)], "--no-coalesce")
