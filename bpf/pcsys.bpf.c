@@ -280,6 +280,19 @@ static __always_inline void send_ustack(struct pcsys_event *e)
         __sync_fetch_and_add(&lost_events, 1);
 }
 
+/* take_stack for a bpf_loop callback, which has no program context: the current task's stack. */
+static __always_inline void take_task_stack(struct pcsys_event *e)
+{
+    __u32 want = stack_frames;
+    if (want > PCSYS_MAX_FRAMES)
+        want = PCSYS_MAX_FRAMES;
+    long n = bpf_get_task_stack(bpf_get_current_task_btf(), e->frames, want * sizeof(struct pcsys_frame),
+                                BPF_F_USER_STACK_ | BPF_F_USER_BUILD_ID_);
+    e->nframes = n > 0 ? (int)(n / sizeof(struct pcsys_frame)) : 0;
+    if ((__u32)e->nframes < want)
+        send_ustack(e);
+}
+
 static __always_inline void take_stack(void *ctx, struct pcsys_event *e)
 {
     __u32 want = stack_frames;
@@ -508,6 +521,8 @@ static __always_inline int classify(long nr, __u32 *kind, __u32 *variant)
     }
 }
 
+static __always_inline int on_io_submit(struct trace_event_raw_sys_enter *ctx);
+
 SEC("tracepoint/raw_syscalls/sys_enter")
 int on_sys_enter(struct trace_event_raw_sys_enter *ctx)
 {
@@ -519,6 +534,8 @@ int on_sys_enter(struct trace_event_raw_sys_enter *ctx)
             bpf_map_update_elem(&mmap_exec, &tid, &one, BPF_ANY);
         return 0;
     }
+    if (ctx->id == 209) /* io_submit */
+        return on_io_submit(ctx);
     if (!classify(ctx->id, &kind, &variant))
         return 0;
     if (kind == PCSYS_SET_HINT && ctx->args[1] != F_SET_RW_HINT)
@@ -539,6 +556,88 @@ int on_sys_exit(struct trace_event_raw_sys_exit *ctx)
     if (follow_state((__u32)(bpf_get_current_pid_tgid() >> 32)) != PCSYS_FOLLOW)
         return 0;
     return on_exit(ctx);
+}
+
+/* ---------- io_submit (libaio) ---------- */
+
+#define IOCB_CMD_PWRITE_ 1
+#define IOCB_CMD_FSYNC_ 2
+#define IOCB_CMD_FDSYNC_ 3
+#define IOCB_CMD_PWRITEV_ 8
+
+/* struct iocb (linux/aio_abi.h), x86-64 */
+struct iocb_ {
+    __u64 data;
+    __u32 key, rw_flags;
+    __u16 opcode;
+    __s16 reqprio;
+    __u32 fildes;
+    __u64 buf, nbytes;
+    __s64 offset;
+    __u64 reserved2;
+    __u32 flags, resfd;
+};
+
+struct aio_walk {
+    __u64 iocbpp;
+};
+
+static __always_inline __u64 iov_bytes(__u64 addr, __u32 n, struct pcsys_event *e);
+
+/* One iocb of an io_submit call: a write or sync event, at submission (as the shim records it). */
+static long aio_one(__u64 i, struct aio_walk *w)
+{
+    __u64 ptr = 0;
+    struct iocb_ cb = {};
+    if (bpf_probe_read_user(&ptr, sizeof ptr, (const void *)(w->iocbpp + i * sizeof ptr)) || !ptr ||
+        bpf_probe_read_user(&cb, sizeof cb, (const void *)ptr))
+        return 1; /* the kernel stops at the same bad pointer */
+    __u32 kind;
+    if (cb.opcode == IOCB_CMD_PWRITE_ || cb.opcode == IOCB_CMD_PWRITEV_)
+        kind = PCSYS_AIO_WRITE;
+    else if (cb.opcode == IOCB_CMD_FSYNC_ || cb.opcode == IOCB_CMD_FDSYNC_)
+        kind = PCSYS_AIO_FSYNC;
+    else
+        return 0;
+    struct pcsys_event *e = reserve();
+    if (!e)
+        return 0;
+    e->kind = kind;
+    e->ret = 0;
+    for (int k = 0; k < 6; k++)
+        e->arg[k] = 0;
+    __builtin_memset(&e->file, 0, sizeof e->file);
+    if (fd_file((int)cb.fildes, &e->file) != 0 || (e->file.mode & S_IFMT) != S_IFREG) {
+        bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
+        return 0;
+    }
+    e->arg[2] = cb.fildes;
+    if (kind == PCSYS_AIO_WRITE) {
+        e->off = (__u64)cb.offset;
+        e->arg[0] = cb.opcode == IOCB_CMD_PWRITEV_ ? iov_bytes(cb.buf, (__u32)cb.nbytes, e) : cb.nbytes;
+    } else {
+        e->arg[0] = cb.opcode == IOCB_CMD_FDSYNC_;
+    }
+    take_task_stack(e);
+    bpf_ringbuf_submit(e, wakeup());
+    return 0;
+}
+
+/* io_submit(ctx, nr, iocbpp) of a process the capture records (the shim sees its own). */
+static __always_inline int on_io_submit(struct trace_event_raw_sys_enter *ctx)
+{
+    if (follow_state((__u32)(bpf_get_current_pid_tgid() >> 32)) != PCSYS_FOLLOW)
+        return 0;
+    long nr = (long)ctx->args[1];
+    if (nr <= 0)
+        return 0;
+    if (nr > PCSYS_AIO_IOCBS) {
+        __sync_fetch_and_add(&lost_events, nr - PCSYS_AIO_IOCBS);
+        nr = PCSYS_AIO_IOCBS;
+    }
+    struct aio_walk w = {.iocbpp = ctx->args[2]};
+    bpf_loop((__u32)nr, aio_one, &w, 0);
+    return 0;
 }
 
 /* ---------- io_uring ---------- */

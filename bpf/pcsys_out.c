@@ -475,6 +475,17 @@ static int call_record(const struct pcsys_event *e, struct pcshim_record *r)
         r->len = e->arg[0];
         r->flags = PCSHIM_VIA_URING;
         break;
+    case PCSYS_AIO_WRITE:
+        r->op = PCSHIM_OP_WRITE;
+        r->fd = (int32_t)e->arg[2];
+        r->offset = e->off;
+        r->len = e->arg[0];
+        r->flags = PCSHIM_VIA_AIO;
+        break;
+    case PCSYS_AIO_FSYNC:
+        r->op = e->arg[0] ? PCSHIM_OP_FDATASYNC : PCSHIM_OP_FSYNC;
+        r->fd = (int32_t)e->arg[2];
+        break;
     case PCSYS_URING_FSYNC:
         r->op = e->arg[0] ? PCSHIM_OP_FDATASYNC : PCSHIM_OP_FSYNC;
         r->fd = (e->flags & PCSYS_F_FIXED) ? -1 : (int32_t)e->arg[2];

@@ -53,6 +53,8 @@ typedef __u8 pcsys_u8;
 /* The user registers sent with the copy, in DWARF x86-64 numbering: rax rdx rcx rbx rsi rdi rbp
  * rsp r8..r15 rip. */
 #define PCSYS_UREGS 17
+/* iocbs of one io_submit call recorded (more are counted lost). */
+#define PCSYS_AIO_IOCBS 256
 /* File-backed executable mappings sent per PCSYS_MAPS record (more are cut: PCSYS_F_MAPS_CUT). */
 #define PCSYS_MAPS_MAX 192
 
@@ -95,6 +97,10 @@ enum pcsys_kind {
                            * mappings, sent before its first stack copy and again after it maps
                            * more code (dlopen) or execs: the loader unwinds with them, so the
                            * modules are known even once the process has ended */
+    PCSYS_AIO_WRITE,      /* an io_submit write iocb (IOCB_CMD_PWRITE, PWRITEV), at submission:
+                           * fd arg[2], file, `off` = its offset, arg[0] = bytes asked for (PWRITEV:
+                           * the sum of its first PCSYS_URING_IOVECS iovecs) */
+    PCSYS_AIO_FSYNC,      /* an io_submit IOCB_CMD_FSYNC (arg[0] 0) or FDSYNC (1): fd arg[2], file */
 };
 
 /* Values of the `procs` map. */
