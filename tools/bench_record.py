@@ -92,6 +92,14 @@ def main(argv: list[str] | None = None) -> int:
         if missing is None:
             bpf = [*rec, "--via", "bpf", "--frames", str(a.frames), "--", *prog]
             configs["record --via bpf"] = (bpf, None)
+            # the same chain built without frame pointers: the stack is copied for unwinding
+            nofp = work / "overhead-nofp"
+            subprocess.run([cc, "-O2", "-o", str(nofp), str(SRC)], check=True)
+            prog_nofp = [str(nofp), *prog[1:]]
+            configs["record --via bpf, no fp"] = ([*bpf[: bpf.index("--")], "--", *prog_nofp], None)
+            # a dynamic program under auto: the shim records it, the BPF capture runs beside it
+            auto = [*rec, "--via", "auto", "--method", "fp", "--frames", str(a.frames), "--", *prog]
+            configs["record --via auto (fp)"] = (auto, None)
         else:
             print(f"bench-record: no --via bpf row: {missing[0]}", file=sys.stderr)
         for m in ("fp", "auto"):
