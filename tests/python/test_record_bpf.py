@@ -410,7 +410,8 @@ def test_unknown_option_before_the_command_is_a_usage_error(tmp_path: Path) -> N
 @needs_bpf
 def test_io_uring_writes_of_a_shim_process_are_recorded(tmp_path: Path) -> None:
     """tests/shim/uringwrite.c (dynamic: the shim records its opens, BPF its ring I/O): every byte,
-    flagged VIA_URING, one signature per submitting path, the same in two runs."""
+    flagged VIA_URING, one signature per submitting path (a registered file's too), the same in two
+    runs."""
     if CC is None:
         pytest.skip("no C compiler")
     exe = tmp_path / "uringwrite"
@@ -423,7 +424,7 @@ def test_io_uring_writes_of_a_shim_process_are_recorded(tmp_path: Path) -> None:
             pytest.skip("io_uring is not available (io_uring_setup failed)")
         assert r.status == 0 and r.stdout == "uringwrite ok\n", r.stderr
         assert r.meta[tracemeta.KEY_CAPTURE] == "shim+bpf"
-        for name, size in (("a.dat", 64 * 4096), ("b.dat", 128 * 4096)):
+        for name, size in (("a.dat", 64 * 4096), ("b.dat", 128 * 4096), ("c.dat", 32 * 4096)):
             assert (tmp_path / name).stat().st_size == size
             assert r.bytes(name) == size, (name, r.stderr)
             assert all(x["flags"] & URING for x in r.writes(name))
@@ -431,12 +432,13 @@ def test_io_uring_writes_of_a_shim_process_are_recorded(tmp_path: Path) -> None:
         assert len(r.sigs("a.dat")) == 1 and len(r.sigs("b.dat")) == 1 and r.sigs("a.dat") != r.sigs("b.dat")
         assert "uring_short" in r.symbols(next(iter(r.sigs("a.dat"))))
         assert "uring_long" in r.symbols(next(iter(r.sigs("b.dat"))))
+        assert len(r.sigs("c.dat")) == 1 and "uring_fixed" in r.symbols(next(iter(r.sigs("c.dat"))))
         assert [x["op"] for x in r.rows].count("fsync") == 1
         sigs.append((r.sigs("a.dat"), r.sigs("b.dat")))
         info = subprocess.run(
             [sys.executable, "-m", "pcstream", "info", "--json", str(r.trace)], capture_output=True, text=True
         )
-        assert json.loads(info.stdout)["io_uring"] == {"writes": 192, "bytes": 192 * 4096}
+        assert json.loads(info.stdout)["io_uring"] == {"writes": 224, "bytes": 224 * 4096}
     assert sigs[0] == sigs[1]
 
 

@@ -1,6 +1,7 @@
 /* Writes through io_uring with raw system calls (no liburing): uring_short() 64 x 4 KiB with
  * IORING_OP_WRITE to a.dat then one IORING_OP_FSYNC, uring_long() 128 x 4 KiB with
- * IORING_OP_WRITEV (two 2 KiB iovecs each) to b.dat; one request at a time, each awaited.
+ * IORING_OP_WRITEV (two 2 KiB iovecs each) to b.dat, uring_fixed() 32 x 4 KiB with IORING_OP_WRITE
+ * on c.dat registered as fixed file 0 (IOSQE_FIXED_FILE); one request at a time, each awaited.
  * Prints "uringwrite ok", exits 0 (1: io_uring unavailable). test_record_bpf.py builds it with
  * frame pointers. */
 #define _GNU_SOURCE
@@ -90,13 +91,28 @@ __attribute__((noinline)) static int uring_long(struct ring *r)
     return close(fd);
 }
 
+__attribute__((noinline)) static int uring_fixed(struct ring *r)
+{
+    int fd = open("c.dat", O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (syscall(SYS_io_uring_register, r->fd, IORING_REGISTER_FILES, &fd, 1) != 0)
+        return -1;
+    for (int i = 0; i < 32; i++) {
+        struct io_uring_sqe s = {.opcode = IORING_OP_WRITE, .flags = IOSQE_FIXED_FILE, .fd = 0,
+                                 .off = (__u64)i * sizeof block, .addr = (__u64)(unsigned long)block,
+                                 .len = sizeof block};
+        if (submit(r, &s) != (int)sizeof block)
+            return -1;
+    }
+    return close(fd);
+}
+
 int main(void)
 {
     struct ring r;
     memset(block, 'u', sizeof block);
     if (ring_init(&r) != 0)
         return 1;
-    if (uring_short(&r) != 0 || uring_long(&r) != 0)
+    if (uring_short(&r) != 0 || uring_long(&r) != 0 || uring_fixed(&r) != 0)
         return 2;
     printf("uringwrite ok\n");
     return 0;
