@@ -286,20 +286,22 @@ def test_mmap_msync_records_the_synced_ranges(progs: dict[str, Path], tmp_path: 
     assert all(r.name(x) == "m.dat" and x["ino"] == ino and x["pc"] for x in r.rows if x["op"] == "write")
 
 
-def _bpf_missing() -> str | None:
+def bpf_missing() -> str | None:
+    """Why the BPF capture cannot run here (None: it can)."""
     from pcstream.record import bpfrun
 
     why = bpfrun.missing()
     return why[0] if why else None
 
 
-@pytest.mark.parametrize(
-    "via",
-    [
-        "shim",
-        pytest.param("bpf", marks=pytest.mark.skipif(_bpf_missing() is not None, reason=str(_bpf_missing()))),
-    ],
-)
+# `--via` values for a test run by both captures (the BPF one skipped where it cannot run).
+VIA_BOTH = [
+    "shim",
+    pytest.param("bpf", marks=pytest.mark.skipif(bpf_missing() is not None, reason=str(bpf_missing()))),
+]
+
+
+@pytest.mark.parametrize("via", VIA_BOTH)
 def test_libaio_writes_are_recorded_once(progs: dict[str, Path], tmp_path: Path, via: str) -> None:
     """The shim records io_submit's iocbs in the call; the BPF capture at the system call (for
     programs the shim cannot enter, and attached processes), the same records."""

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from test_record import CC, progs, record  # noqa: F401  (progs: the compiled tests/shim programs)
+from test_record import CC, VIA_BOTH, progs, record  # noqa: F401  (progs: the compiled tests/shim programs)
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the shim is Linux-only"),
@@ -25,20 +25,7 @@ PAGE = 4096
 S = 1_000_000_000
 
 
-def _bpf_missing() -> str | None:
-    from pcstream.record import bpfrun
-
-    why = bpfrun.missing()
-    return why[0] if why else None
-
-
-@pytest.mark.parametrize(
-    "via",
-    [
-        "shim",
-        pytest.param("bpf", marks=pytest.mark.skipif(_bpf_missing() is not None, reason=str(_bpf_missing()))),
-    ],
-)
+@pytest.mark.parametrize("via", VIA_BOTH)
 def test_direct_writes_are_marked_and_mapped_at_the_call(
     progs: dict[str, Path],  # noqa: F811
     tmp_path: Path,

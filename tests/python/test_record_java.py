@@ -21,6 +21,7 @@ import pytest
 from pcstream import api, tracemeta
 from pcstream.options import RecordOptions
 from pcstream.record import elf, jvm
+from test_record import bpf_missing
 
 JAVA_TOOLS = {tool: shutil.which(tool) for tool in ("java", "javac")}
 needs_java = pytest.mark.skipif(
@@ -395,15 +396,8 @@ public class Srv {
 """
 
 
-def _bpf_missing() -> str | None:
-    from pcstream.record import bpfrun
-
-    why = bpfrun.missing()
-    return why[0] if why else None
-
-
 @needs_java
-@pytest.mark.skipif(_bpf_missing() is not None, reason=str(_bpf_missing()))
+@pytest.mark.skipif(bpf_missing() is not None, reason=str(bpf_missing()))
 @pytest.mark.skipif(shutil.which("jcmd") is None, reason="needs jcmd (a JDK's)")
 def test_attach_to_a_running_jvm_gives_java_call_paths(tmp_path: Path) -> None:
     """record --pid of a JVM started without us: jcmd starts JFR in it while the BPF capture is
