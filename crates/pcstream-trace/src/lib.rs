@@ -10,9 +10,11 @@
 //! - [`parquet`]: the Parquet layer under both trace formats (checks before decoding, footer
 //!   keys and pairs, atomic writing).
 //! - [`replay`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
+//! - [`cancel`]: the request to stop long work (a signal), and the outputs finished before it.
 
 pub mod bench;
 pub mod blocktrace;
+pub mod cancel;
 pub mod error;
 pub mod filetrace;
 #[doc(hidden)]

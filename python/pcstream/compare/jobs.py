@@ -75,9 +75,24 @@ def run_jobs(
                 if on_done is not None:
                     on_done(future.result())
         except BaseException:
+            # Ctrl-C, SIGTERM (or a bug): leaving the pool waits for the simulations under way,
+            # seconds each, so the workers are ended first; the jobs not started are dropped.
+            _end_workers(pool)
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         return [future.result() for future in futures]
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's worker processes now (SIGTERM, which a worker does not catch), and wait
+    for each briefly. The executor has no public way to do this before Python 3.14
+    (``terminate_workers``); its process table is read where it has one."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=1.0)
 
 
 def run_jobs_ray(

@@ -51,6 +51,8 @@ const AGING_PID: u32 = u32::MAX - 1;
 const AGING_WRITE_BYTES: u64 = 1 << 30;
 /// Model time between two aging operations.
 const AGING_STEP_NS: u64 = 1_000_000;
+/// Operations planned between two checks for a stop request ([`crate::cancel`]).
+const STOP_CHECK_OPS: usize = 4096;
 
 /// How to age: fill to `share` of the blocks, after `churn` create/delete rounds, from `seed`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -164,8 +166,13 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
                     live: &mut Vec<(String, u64)>,
                     used: &mut u64,
                     rng: &mut ChaCha8Rng,
-                    budget: u64| {
+                    budget: u64|
+     -> Result<(), FsError> {
         while *used < budget {
+            // A plan for a large file system is millions of files: seconds of work.
+            if ops.len() % STOP_CHECK_OPS == 0 && crate::cancel::requested() {
+                return Err(err(TraceError::Interrupted.to_string()));
+            }
             let mut bytes = draw_size(rng);
             let left = budget - *used;
             if blocks_of(bytes) > left {
@@ -181,13 +188,14 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
             });
             live.push((path, bytes));
         }
+        Ok(())
     };
-    fill(&mut ops, &mut live, &mut used, &mut rng, budget);
+    fill(&mut ops, &mut live, &mut used, &mut rng, budget)?;
     for _ in 0..spec.churn {
         // Fill up to the high share, make it durable, then delete random files (any age) until
         // the target is reached again, and make the frees reusable; the final top-up below
         // lands exactly on the target.
-        fill(&mut ops, &mut live, &mut used, &mut rng, high);
+        fill(&mut ops, &mut live, &mut used, &mut rng, high)?;
         ops.push(AgeOp::Sync);
         while used > budget && !live.is_empty() {
             let (path, bytes) = live.swap_remove(rng.random_range(0..live.len()));
@@ -196,7 +204,7 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
         }
         ops.push(AgeOp::Sync);
     }
-    fill(&mut ops, &mut live, &mut used, &mut rng, budget);
+    fill(&mut ops, &mut live, &mut used, &mut rng, budget)?;
     ops.push(AgeOp::Sync);
     Ok(ops)
 }
@@ -270,6 +278,7 @@ impl FsModel {
             ..Default::default()
         };
         for op in ops {
+            self.check_stop()?;
             t += AGING_STEP_NS;
             match op {
                 AgeOp::Create { path, bytes } => {

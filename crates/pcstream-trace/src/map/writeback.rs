@@ -18,6 +18,8 @@ impl FsModel {
         to: u64,
         sink: Sink,
     ) -> Result<(), FsError> {
+        // Every writeback path (flusher, background, sync, the end) goes through here.
+        self.check_stop()?;
         let mut f = self.files[slot as usize].take().expect("live file");
         let mut pages = std::mem::take(&mut self.scratch);
         f.dirty.take_range(from, to, &mut pages);
@@ -188,6 +190,7 @@ impl FsModel {
     pub(super) fn advance(&mut self, t: u64, sink: Sink) -> Result<(), FsError> {
         let iv = self.opts.writeback_interval_ns.max(1);
         loop {
+            self.check_stop()?;
             if self.queue.is_empty() && !self.journal.home_dirty() && self.next_wb_ns < t {
                 // Nothing for the flusher: skip idle ticks.
                 self.next_wb_ns = self.next_wb_ns.max(t - t % iv);
