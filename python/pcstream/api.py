@@ -229,6 +229,12 @@ def kept_outputs() -> list[str]:
     return [str(path) for path in engine().kept_outputs()]
 
 
+def stop_requested() -> bool:
+    """Whether a signal (SIGINT, SIGTERM) asked the engine's last call to stop; False when the
+    engine was never used."""
+    return "pcstream._engine" in sys.modules and bool(engine().stop_requested())
+
+
 def footer_keys() -> dict[str, str]:
     """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...), as
     the engine defines them (:mod:`pcstream.tracemeta` exposes them)."""

@@ -552,6 +552,12 @@ fn kept_outputs() -> Vec<String> {
         .collect()
 }
 
+/// Whether a signal (SIGINT, SIGTERM) asked the last engine call to stop.
+#[pyfunction]
+fn stop_requested() -> bool {
+    cancel::requested()
+}
+
 /// The footer keys of both trace formats, by their Rust constant's name (`KEY_PCS` →
 /// `pcstream.pcs`): the one definition the Python package reads them from.
 #[pyfunction]
@@ -671,6 +677,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(map_trace, m)?)?;
     m.add_function(wrap_pyfunction!(aging_plan, m)?)?;
     m.add_function(wrap_pyfunction!(kept_outputs, m)?)?;
+    m.add_function(wrap_pyfunction!(stop_requested, m)?)?;
     m.add_function(wrap_pyfunction!(footer_keys, m)?)?;
     m.add_function(wrap_pyfunction!(set_footer_value, m)?)?;
     m.add_function(wrap_pyfunction!(write_block_trace, m)?)?;

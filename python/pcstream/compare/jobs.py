@@ -18,7 +18,7 @@ from typing import Any
 
 from pcstream import api
 from pcstream.compare.outcome import Job, Outcome
-from pcstream.errors import BadParameter, describe, one_line, require_file
+from pcstream.errors import BadParameter, Terminated, describe, one_line, require_file
 
 # How to get a Ray cluster, after a failed connection ({param}: how the caller spells the option).
 RAY_HOW = (
@@ -37,6 +37,8 @@ def run_job(job: Job) -> Outcome:
         if not options.timing and options.cdf_points:
             options = dataclasses.replace(options, cdf_points=0)  # a CDF needs the timing model
         return Outcome(job, result=api.simulate(job.trace, job.policy, options))
+    except Terminated:
+        raise  # SIGTERM stops the comparison, not this job only
     except Exception as exc:  # describe() decides what is a user error; Ctrl-C is not an Exception
         found = describe(exc)
         if found is None:
