@@ -588,6 +588,8 @@ fn map_events(
     let mut other_dev = 0u64;
     while reader.next_batch(&mut batch)? {
         for ev in &batch {
+            // One event may take a while (a write of a gigabyte), a batch many of them.
+            crate::cancel::check()?;
             if opts.only_dev.is_some_and(|d| ev.dev != 0 && ev.dev != d) {
                 other_dev += 1;
                 row += 1;

@@ -8,6 +8,9 @@ use super::output::DataTag;
 use super::pagecache::Queued;
 use super::*;
 
+/// Pages written back between two checks for a stop request ([`crate::cancel`]).
+const STOP_CHECK_PAGES: usize = 1 << 16;
+
 impl FsModel {
     /// Write back the dirty pages of `slot` in `[from, to)`: allocate what is unmapped, write
     /// runs of contiguous blocks with equal pc and pid as one request each.
@@ -58,7 +61,13 @@ impl FsModel {
             hint: f.hint,
         };
         let mut i = 0;
+        let mut next_check = STOP_CHECK_PAGES;
         while i < pages.len() {
+            // One writeback of a large page cache is millions of pages: a second or more.
+            if i >= next_check {
+                self.check_stop()?;
+                next_check = i + STOP_CHECK_PAGES;
+            }
             let l = pages[i].0;
             // Extent of the stretch starting at l: mapped part, or unmapped up to the next
             // mapped block / the end of this run of consecutive dirty pages.
