@@ -129,9 +129,7 @@ def file_trace(path: Path, writes: int, write_bytes: int) -> Path:
     return path
 
 
-@pytest.mark.parametrize(
-    ("sig", "delay_s"), [(signal.SIGTERM, 0.2), (signal.SIGTERM, 2.0), (signal.SIGINT, 1.0)]
-)
+@pytest.mark.parametrize(("sig", "delay_s"), [(signal.SIGTERM, 0.2), (signal.SIGINT, 2.0)])
 def test_map_with_aging_stops_at_once(tmp_path: Path, sig: signal.Signals, delay_s: float) -> None:
     src = file_trace(tmp_path / "t.parquet", 1, 4096)
     out = tmp_path / "o" / "b.parquet"
@@ -140,15 +138,14 @@ def test_map_with_aging_stops_at_once(tmp_path: Path, sig: signal.Signals, delay
     assert_stopped(status, err, latency, sig, out)
 
 
-@pytest.mark.parametrize("delay_s", [1.0, 3.0])
-def test_map_of_a_large_page_cache_stops_at_once(tmp_path: Path, delay_s: float) -> None:
+def test_map_of_a_large_page_cache_stops_at_once(tmp_path: Path) -> None:
     # 48 GiB written in 1 GiB pieces into a page cache that holds it all: the model writes it
     # back in the last timer rounds after the events, where it makes no progress call.
     src = file_trace(tmp_path / "t.parquet", 48, 1 << 30)
     out = tmp_path / "o" / "b.parquet"
     out.parent.mkdir()
     args = ["map", str(src), "-o", str(out), "--capacity", "128GiB", "--mount-opts", "ram=128G"]
-    status, err, latency = stop_after(args, signal.SIGTERM, delay_s, tmp_path)
+    status, err, latency = stop_after(args, signal.SIGTERM, 2.0, tmp_path)
     assert_stopped(status, err, latency, signal.SIGTERM, out)
 
 

@@ -120,9 +120,9 @@ fn blocks_of(bytes: u64) -> u64 {
     bytes.div_ceil(BLOCK)
 }
 
-/// The aging plan for a file system of `opts.capacity_pages` blocks made as the model makes it.
-/// Refused when the share is not between what a fresh file system uses and 99 %.
-pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
+/// The blocks a fresh file system of `opts` uses, and those `spec` fills it to; refused when
+/// the share is not between the first and 99 %.
+fn used_and_target(opts: &MapOptions, spec: AgingSpec) -> Result<(u64, u64), FsError> {
     let err = |what: String| FsError { event: 0, what };
     if !(spec.share > 0.0 && spec.share <= 0.99) {
         return Err(err(format!(
@@ -144,6 +144,15 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
             100.0 * base_used as f64 / capacity as f64
         )));
     }
+    Ok((base_used, target))
+}
+
+/// The aging plan for a file system of `opts.capacity_pages` blocks made as the model makes it.
+/// Refused when the share is not between what a fresh file system uses and 99 %.
+pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
+    let err = |what: String| FsError { event: 0, what };
+    let (base_used, target) = used_and_target(opts, spec)?;
+    let capacity = opts.capacity_pages;
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     // The directory tree, sized for the expected number of files (mean size from the bins).
     let weights: u64 = SIZE_BINS.iter().map(|b| b.1 as u64).sum();
@@ -170,7 +179,7 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
      -> Result<(), FsError> {
         while *used < budget {
             // A plan for a large file system is millions of files: seconds of work.
-            if ops.len() % STOP_CHECK_OPS == 0 && crate::cancel::requested() {
+            if ops.len().is_multiple_of(STOP_CHECK_OPS) && crate::cancel::requested() {
                 return Err(err(TraceError::Interrupted.to_string()));
             }
             let mut bytes = draw_size(rng);
