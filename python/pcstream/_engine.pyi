@@ -103,6 +103,12 @@ def map_trace(
     and counted in a warning). ``progress(events_done, events_total)``. Honours Ctrl-C.
     """
 
+def kept_outputs() -> list[str]:
+    """The outputs the last engine call that writes renamed into place, complete."""
+
+def stop_requested() -> bool:
+    """Whether a signal (SIGINT, SIGTERM) asked the last engine call to stop."""
+
 def footer_keys() -> dict[str, str]:
     """The footer keys of both trace formats by their Rust constant's name (``KEY_PCS``, ...):
     their one definition."""

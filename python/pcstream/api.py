@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from types import ModuleType
@@ -222,6 +223,21 @@ def aging_plan(
     if not isinstance(plan, list):
         raise TypeError(f"the engine returned {type(plan).__name__}, expected a JSON list")
     return plan
+
+
+def kept_outputs() -> list[str]:
+    """The trace files the last engine call that writes renamed into place, complete. A signal
+    that stops a verb after its output was renamed leaves the output in place; this tells it
+    from one that came before (``nothing was written``). Empty when the engine was never used."""
+    if "pcstream._engine" not in sys.modules:
+        return []
+    return [str(path) for path in engine().kept_outputs()]
+
+
+def stop_requested() -> bool:
+    """Whether a signal (SIGINT, SIGTERM) asked the engine's last call to stop; False when the
+    engine was never used."""
+    return "pcstream._engine" in sys.modules and bool(engine().stop_requested())
 
 
 def footer_keys() -> dict[str, str]:

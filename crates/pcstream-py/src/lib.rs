@@ -1,6 +1,9 @@
 //! `pcstream._engine`: Python bindings. Only converts arguments, releases the GIL around engine
-//! work, relays progress callbacks and Ctrl-C, and maps errors to the exception family
-//! `PcstreamError` (`InputError`, `ConfigError`, `UsageError`). Results cross as JSON text.
+//! work, relays progress callbacks and Ctrl-C (and SIGTERM: [`signals`]), and maps errors to the
+//! exception family `PcstreamError` (`InputError`, `ConfigError`, `UsageError`). Results cross as
+//! JSON text.
+
+mod signals;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,7 +18,7 @@ use pcstream_trace::input_file::{
 };
 use pcstream_trace::map::aging::{self, AgingSpec};
 use pcstream_trace::replay::run_with_table_file;
-use pcstream_trace::{generate_to_file, summarize, GenParams, RunError, TraceError};
+use pcstream_trace::{cancel, generate_to_file, summarize, GenParams, RunError, TraceError};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -58,6 +61,7 @@ fn trace_err(e: TraceError) -> PyErr {
     match e {
         TraceError::Gen(s) => UsageError::new_err(s),
         TraceError::Memory(s) => ConfigError::new_err(s),
+        TraceError::Interrupted => PcstreamError::new_err(TraceError::Interrupted.to_string()),
         other => InputError::new_err(other.to_string()),
     }
 }
@@ -69,6 +73,22 @@ fn run_err(e: RunError) -> PyErr {
         RunError::NoTable(_) => UsageError::new_err(e.to_string()),
         RunError::Interrupted => PcstreamError::new_err("interrupted"),
     }
+}
+
+/// Before engine work that runs long or writes an output: forget an earlier stop request, make
+/// SIGINT and SIGTERM set it ([`signals::arm`]), and raise a signal that is already pending.
+fn start_work(py: Python<'_>) -> PyResult<()> {
+    signals::arm();
+    py.check_signals()
+}
+
+/// The error of engine work that ended with `err`: when a signal asked it to stop, the exception
+/// the signal's Python handler raises (`KeyboardInterrupt`, the CLI's `Terminated`), run now.
+fn stopped_or(py: Python<'_>, err: PyErr) -> PyErr {
+    if !cancel::requested() {
+        return err;
+    }
+    py.check_signals().err().unwrap_or(err)
 }
 
 fn load_ssd(ssd: &str) -> PyResult<SsdConfig> {
@@ -182,12 +202,13 @@ fn simulate(
     let opts = options.sim_options(policy, trace);
     let table = options.table.as_deref().map(Path::new);
     let mut prog = PyProgress::new(progress);
+    start_work(py)?;
     let r = py.allow_threads(|| {
         run_with_table_file(Path::new(trace), &cfg, opts, table, &mut |d, t| {
             prog.call(d, t)
         })
     });
-    let r = r.map_err(|e| prog.run_err(e))?;
+    let r = r.map_err(|e| stopped_or(py, prog.run_err(e)))?;
     Ok(serde_json::to_string(&r).expect("result serialises"))
 }
 
@@ -298,9 +319,10 @@ fn gen(
         )
         .map_err(ConfigError::new_err)?;
     }
+    start_work(py)?;
     py.allow_threads(|| generate_to_file(kind, &p, Path::new(out)))
         .map(|v| v.to_string())
-        .map_err(trace_err)
+        .map_err(|e| stopped_or(py, trace_err(e)))
 }
 
 #[pyfunction(name = "bench")]
@@ -342,7 +364,8 @@ fn record_convert(
     capture: Option<&str>,
 ) -> PyResult<String> {
     let coalesce = options.coalesce;
-    py.allow_threads(|| {
+    start_work(py)?;
+    let r = py.allow_threads(|| {
         let logs = pcstream_trace::record::shimlog::read_dir(Path::new(logdir))
             .map_err(|e| InputError::new_err(e.to_string()))?;
         let s = pcstream_trace::record::write_file_trace_as(
@@ -354,7 +377,8 @@ fn record_convert(
         )
         .map_err(trace_err)?;
         Ok(serde_json::to_string(&s).expect("a summary serialises"))
-    })
+    });
+    r.map_err(|e| stopped_or(py, e))
 }
 
 /// Calls a Python progress callback `(done, total)` from engine code running without the GIL;
@@ -431,6 +455,7 @@ fn import_trace(
         meta_map: meta_map.unwrap_or_default(),
     };
     let mut prog = PyProgress::new(progress);
+    start_work(py)?;
     let r = py.allow_threads(|| {
         import(
             format,
@@ -442,7 +467,7 @@ fn import_trace(
     });
     match r {
         Ok(rep) => Ok(serde_json::to_string(&rep).expect("a report serialises")),
-        Err(e) => Err(prog.err(e)),
+        Err(e) => Err(stopped_or(py, prog.err(e))),
     }
 }
 
@@ -476,6 +501,7 @@ fn map_trace(
     let mut opts = map_options(o.capacity, &o.mount_opts, o.age, o.age_seed, o.age_churn)?;
     opts.only_dev = o.device;
     let mut prog = PyProgress::new(progress);
+    start_work(py)?;
     let r = py.allow_threads(|| {
         pcstream_trace::map_file_trace(Path::new(input), Path::new(out), &opts, &mut |d, t| {
             prog.call(d, t)
@@ -483,7 +509,7 @@ fn map_trace(
     });
     match r {
         Ok(s) => Ok(serde_json::to_string(&s).expect("a summary serialises")),
-        Err(e) => Err(prog.err(e)),
+        Err(e) => Err(stopped_or(py, prog.err(e))),
     }
 }
 
@@ -505,6 +531,7 @@ fn map_options(
 #[pyfunction]
 #[pyo3(signature = (capacity_pages, share, seed=0, churn=0, mount_opts=""))]
 fn aging_plan(
+    py: Python<'_>,
     capacity_pages: u64,
     share: f64,
     seed: u64,
@@ -512,9 +539,27 @@ fn aging_plan(
     mount_opts: &str,
 ) -> PyResult<String> {
     let opts = map_options(capacity_pages, mount_opts, None, seed, churn)?;
-    let ops = aging::plan(&opts, AgingSpec { share, seed, churn })
-        .map_err(|e| UsageError::new_err(e.what))?;
+    start_work(py)?;
+    let ops = py
+        .allow_threads(|| aging::plan(&opts, AgingSpec { share, seed, churn }))
+        .map_err(|e| stopped_or(py, UsageError::new_err(e.what)))?;
     Ok(serde_json::to_string(&ops).expect("a plan serialises"))
+}
+
+/// The outputs the last engine call that writes renamed into place, complete (those a signal
+/// came after are kept: `pcstream_trace::cancel`).
+#[pyfunction]
+fn kept_outputs() -> Vec<String> {
+    cancel::kept()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// Whether a signal (SIGINT, SIGTERM) asked the last engine call to stop.
+#[pyfunction]
+fn stop_requested() -> bool {
+    cancel::requested()
 }
 
 /// The footer keys of both trace formats, by their Rust constant's name (`KEY_PCS` →
@@ -541,10 +586,11 @@ fn input_limits() -> BTreeMap<&'static str, u64> {
 /// pairs kept, the file replaced atomically.
 #[pyfunction]
 fn set_footer_value(py: Python<'_>, path: &str, key: &str, value: &str) -> PyResult<()> {
+    start_work(py)?;
     py.allow_threads(|| {
         pcstream_trace::parquet::rewrite::set_footer_value(Path::new(path), key, value)
     })
-    .map_err(trace_err)
+    .map_err(|e| stopped_or(py, trace_err(e)))
 }
 
 /// The rows of a block trace given as whole columns: `columns` maps every column name of the
@@ -610,6 +656,7 @@ fn write_block_trace(
     let pairs: Vec<(String, Option<String>)> =
         meta.into_iter().map(|(k, v)| (k, Some(v))).collect();
     let meta = TraceMeta::from_pairs(out, &pairs).map_err(trace_err)?;
+    start_work(py)?;
     py.allow_threads(|| {
         let mut w = BlockTraceWriter::create(Path::new(out), &meta, DEFAULT_ROW_GROUP_ROWS)?;
         if keep_unused_pcs {
@@ -620,7 +667,7 @@ fn write_block_trace(
         }
         w.finish()
     })
-    .map_err(trace_err)
+    .map_err(|e| stopped_or(py, trace_err(e)))
 }
 
 #[pymodule]
@@ -644,6 +691,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(import_trace, m)?)?;
     m.add_function(wrap_pyfunction!(map_trace, m)?)?;
     m.add_function(wrap_pyfunction!(aging_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(kept_outputs, m)?)?;
+    m.add_function(wrap_pyfunction!(stop_requested, m)?)?;
     m.add_function(wrap_pyfunction!(footer_keys, m)?)?;
     m.add_function(wrap_pyfunction!(input_limits, m)?)?;
     m.add_function(wrap_pyfunction!(set_footer_value, m)?)?;

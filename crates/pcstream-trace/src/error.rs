@@ -47,6 +47,9 @@ pub enum TraceError {
     /// Bad generator parameters (unknown kind, impossible sizes, malformed mix spec).
     #[error("{0}")]
     Gen(String),
+    /// A stop was requested ([`crate::cancel`]) before the work was done; no output was left.
+    #[error("interrupted before the output was complete; nothing was written")]
+    Interrupted,
 }
 
 /// Collapse any message (parquet's, the OS's) onto one line.

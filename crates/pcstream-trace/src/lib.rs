@@ -11,9 +11,11 @@
 //!   keys and pairs, atomic writing).
 //! - [`input_file`]: every input file opened by its type, small text files read with a cap.
 //! - [`replay`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
+//! - [`cancel`]: the request to stop long work (a signal), and the outputs finished before it.
 
 pub mod bench;
 pub mod blocktrace;
+pub mod cancel;
 pub mod error;
 pub mod filetrace;
 #[doc(hidden)]

@@ -222,6 +222,10 @@ fn feed_all(
             .map_err(with_index(path, aged_rows))?;
         done += n;
         pf.recycle(batch);
+        // A signal stops the run at the next batch, not at the next progress call.
+        if crate::cancel::requested() {
+            return Err(RunError::Interrupted);
+        }
         if done >= next_report {
             next_report += PROGRESS_ROWS;
             if !progress(done, total) {

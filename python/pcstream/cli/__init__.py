@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from pcstream import __version__
+from pcstream import __version__, api
 from pcstream.cli import (
     bench,
     compare,
@@ -40,6 +40,7 @@ from pcstream.cli._common import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
     UNITS,
     CliError,
     classify,
@@ -53,9 +54,32 @@ class _ClosedPipe(Exception):
 
 
 def _terminate(_signum: int, _frame: Any) -> None:
-    # Raised where Python next runs (at the latest at the engine's next progress call), so the
-    # output in progress is abandoned and its temporary file removed, as for Ctrl-C.
+    # Raised where Python next runs; the engine stops at once too (the binding's own handler,
+    # in front of this one, sets its stop request), so the output in progress is abandoned and
+    # its temporary file removed, as for Ctrl-C.
     raise Terminated()
+
+
+def _stopped(what: str) -> str:
+    """What a signal that stopped the verb left behind: ``WHAT; nothing was written``, or ``WHAT
+    after OUT was complete; it is kept`` when the engine had renamed the output into place before
+    the signal came (the engine checks for a signal right before the rename)."""
+    kept = api.kept_outputs()
+    if kept:
+        return f"{what} after {kept[-1]} was complete; it is kept"
+    return f"{what}; nothing was written"
+
+
+def _exit_now(status: int) -> None:
+    """End the process at once after a signal stopped the engine: its state (the model of a large
+    file system is millions of allocations) would otherwise be freed piece by piece, for a second
+    or more, before the process could end. Outputs are settled by then (removed, or kept)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 class PcstreamGroup(click.Group):
@@ -81,12 +105,17 @@ class PcstreamGroup(click.Group):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             status = EXIT_BROKEN_PIPE
+        except Terminated:
+            status = EXIT_TERMINATED
+            report(_stopped("terminated (SIGTERM)"))
         except (Exception, KeyboardInterrupt, click.Abort) as exc:
             found = classify(exc)
             if found is None:
                 raise
             message, status = found
             report(message)
+        if standalone_mode and api.stop_requested():
+            _exit_now(status)
         if standalone_mode:
             sys.exit(status)
         return status
@@ -96,7 +125,7 @@ class PcstreamGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            raise CliError("interrupted", EXIT_INTERRUPTED) from None
+            raise CliError(_stopped("interrupted (SIGINT)"), EXIT_INTERRUPTED) from None
         except BrokenPipeError:
             # Not an OSError any more, so click does not turn it into its own exit status 1.
             raise _ClosedPipe() from None

@@ -18,7 +18,7 @@ from typing import Any
 
 from pcstream import api
 from pcstream.compare.outcome import Job, Outcome
-from pcstream.errors import BadParameter, describe, one_line, require_config_file, require_file
+from pcstream.errors import BadParameter, Terminated, describe, one_line, require_config_file, require_file
 
 # How to get a Ray cluster, after a failed connection ({param}: how the caller spells the option).
 RAY_HOW = (
@@ -37,6 +37,8 @@ def run_job(job: Job) -> Outcome:
         if not options.timing and options.cdf_points:
             options = dataclasses.replace(options, cdf_points=0)  # a CDF needs the timing model
         return Outcome(job, result=api.simulate(job.trace, job.policy, options))
+    except Terminated:
+        raise  # SIGTERM stops the comparison, not this job only
     except Exception as exc:  # describe() decides what is a user error; Ctrl-C is not an Exception
         found = describe(exc)
         if found is None:
@@ -75,9 +77,24 @@ def run_jobs(
                 if on_done is not None:
                     on_done(future.result())
         except BaseException:
+            # Ctrl-C, SIGTERM (or a bug): leaving the pool waits for the simulations under way,
+            # seconds each, so the workers are ended first; the jobs not started are dropped.
+            _end_workers(pool)
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         return [future.result() for future in futures]
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """End the pool's worker processes now (SIGTERM, which a worker does not catch), and wait
+    for each briefly. The executor has no public way to do this before Python 3.14
+    (``terminate_workers``); its process table is read where it has one."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=1.0)
 
 
 def run_jobs_ray(

@@ -434,6 +434,8 @@ pub fn generate_to_file(
     let mut w = BlockTraceWriter::create(out, &base_meta(kind, p), DEFAULT_ROW_GROUP_ROWS)?;
     let mut ops = [(0u64, 0u64); 4];
     let meta = generate(kind, p, &mut |r| {
+        // Every generator hands each row over as it makes it: a stop is seen within a row.
+        crate::cancel::check()?;
         let o = &mut ops[(r.op as usize).min(Op::Flush as usize)];
         o.0 += 1;
         o.1 += r.pages as u64;

@@ -268,8 +268,15 @@ pub fn import(
         &mut *reader,
         opts,
         &mut |r| w.push(r),
-        &mut || progress(read.load(Ordering::Relaxed), file_bytes),
-    )?;
+        &mut || !crate::cancel::requested() && progress(read.load(Ordering::Relaxed), file_bytes),
+    )
+    .map_err(|e| {
+        if crate::cancel::requested() {
+            TraceError::Interrupted
+        } else {
+            e
+        }
+    })?;
     w.set_meta(&TraceMeta {
         capacity_pages: Some(rep.capacity_pages),
         ..meta

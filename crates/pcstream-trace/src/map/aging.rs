@@ -51,6 +51,8 @@ const AGING_PID: u32 = u32::MAX - 1;
 const AGING_WRITE_BYTES: u64 = 1 << 30;
 /// Model time between two aging operations.
 const AGING_STEP_NS: u64 = 1_000_000;
+/// Operations planned between two checks for a stop request ([`crate::cancel`]).
+const STOP_CHECK_OPS: usize = 4096;
 
 /// How to age: fill to `share` of the blocks, after `churn` create/delete rounds, from `seed`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -118,9 +120,9 @@ fn blocks_of(bytes: u64) -> u64 {
     bytes.div_ceil(BLOCK)
 }
 
-/// The aging plan for a file system of `opts.capacity_pages` blocks made as the model makes it.
-/// Refused when the share is not between what a fresh file system uses and 99 %.
-pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
+/// The blocks a fresh file system of `opts` uses, and those `spec` fills it to; refused when
+/// the share is not between the first and 99 %.
+fn used_and_target(opts: &MapOptions, spec: AgingSpec) -> Result<(u64, u64), FsError> {
     let err = |what: String| FsError { event: 0, what };
     if !(spec.share > 0.0 && spec.share <= 0.99) {
         return Err(err(format!(
@@ -142,6 +144,15 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
             100.0 * base_used as f64 / capacity as f64
         )));
     }
+    Ok((base_used, target))
+}
+
+/// The aging plan for a file system of `opts.capacity_pages` blocks made as the model makes it.
+/// Refused when the share is not between what a fresh file system uses and 99 %.
+pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
+    let err = |what: String| FsError { event: 0, what };
+    let (base_used, target) = used_and_target(opts, spec)?;
+    let capacity = opts.capacity_pages;
     let mut rng = ChaCha8Rng::seed_from_u64(spec.seed);
     // The directory tree, sized for the expected number of files (mean size from the bins).
     let weights: u64 = SIZE_BINS.iter().map(|b| b.1 as u64).sum();
@@ -164,8 +175,13 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
                     live: &mut Vec<(String, u64)>,
                     used: &mut u64,
                     rng: &mut ChaCha8Rng,
-                    budget: u64| {
+                    budget: u64|
+     -> Result<(), FsError> {
         while *used < budget {
+            // A plan for a large file system is millions of files: seconds of work.
+            if ops.len().is_multiple_of(STOP_CHECK_OPS) && crate::cancel::requested() {
+                return Err(err(TraceError::Interrupted.to_string()));
+            }
             let mut bytes = draw_size(rng);
             let left = budget - *used;
             if blocks_of(bytes) > left {
@@ -181,13 +197,14 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
             });
             live.push((path, bytes));
         }
+        Ok(())
     };
-    fill(&mut ops, &mut live, &mut used, &mut rng, budget);
+    fill(&mut ops, &mut live, &mut used, &mut rng, budget)?;
     for _ in 0..spec.churn {
         // Fill up to the high share, make it durable, then delete random files (any age) until
         // the target is reached again, and make the frees reusable; the final top-up below
         // lands exactly on the target.
-        fill(&mut ops, &mut live, &mut used, &mut rng, high);
+        fill(&mut ops, &mut live, &mut used, &mut rng, high)?;
         ops.push(AgeOp::Sync);
         while used > budget && !live.is_empty() {
             let (path, bytes) = live.swap_remove(rng.random_range(0..live.len()));
@@ -196,7 +213,7 @@ pub fn plan(opts: &MapOptions, spec: AgingSpec) -> Result<Vec<AgeOp>, FsError> {
         }
         ops.push(AgeOp::Sync);
     }
-    fill(&mut ops, &mut live, &mut used, &mut rng, budget);
+    fill(&mut ops, &mut live, &mut used, &mut rng, budget)?;
     ops.push(AgeOp::Sync);
     Ok(ops)
 }
@@ -270,6 +287,7 @@ impl FsModel {
             ..Default::default()
         };
         for op in ops {
+            self.check_stop()?;
             t += AGING_STEP_NS;
             match op {
                 AgeOp::Create { path, bytes } => {

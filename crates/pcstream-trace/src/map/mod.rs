@@ -367,6 +367,19 @@ impl FsModel {
         self.dirty_pages == 0 && self.journal.running_len() == 0 && !self.journal.home_dirty()
     }
 
+    /// An error if a stop was requested ([`crate::cancel`]): the model's long loops (aging,
+    /// writeback, the timers at the end) make no progress call, so they check this instead.
+    /// Reading the flag changes nothing in the model: a run that is not stopped is unchanged.
+    pub(super) fn check_stop(&self) -> Result<(), FsError> {
+        if crate::cancel::requested() {
+            return Err(FsError {
+                event: self.events,
+                what: TraceError::Interrupted.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// End of the trace: the system stays up with no more events, so the timers run until all
     /// dirty data, the running transaction and dirty metadata have reached the disk. Returns the
     /// summary.
@@ -381,6 +394,7 @@ impl FsModel {
     fn settle(&mut self, sink: &mut dyn FnMut(Request), rounds: u32) -> Result<(), FsError> {
         let mut round = 0;
         while !self.idle() {
+            self.check_stop()?;
             if round == rounds {
                 return Err(FsError {
                     event: self.events.saturating_sub(1),
@@ -458,16 +472,47 @@ pub fn map_file_trace(
     opts: &MapOptions,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<MapSummary, TraceError> {
+    let mut model = None;
+    let res = map_to_writer(input, output, opts, &mut model, progress);
+    if let Some(model) = model {
+        free_in_background(model);
+    }
+    // A model error after a stop was requested is the stop (the model's loops end with one).
+    res.map_err(|e| {
+        if crate::cancel::requested() {
+            TraceError::Interrupted
+        } else {
+            e
+        }
+    })
+}
+
+/// Free `value` on a thread of its own. The model of a large file system, and its aging plan,
+/// are millions of small allocations: freeing them takes a second or more, which would delay the
+/// answer (and the exit after a signal) for nothing. If no thread can be started, `value` is
+/// freed here.
+fn free_in_background<T: Send + 'static>(value: T) {
+    let _ = std::thread::Builder::new()
+        .name("map-free".into())
+        .spawn(move || drop(value));
+}
+
+/// [`map_file_trace`]'s steps, the model made in `model`.
+fn map_to_writer(
+    input: &Path,
+    output: &Path,
+    opts: &MapOptions,
+    model: &mut Option<FsModel>,
+    progress: &mut dyn FnMut(u64, u64) -> bool,
+) -> Result<MapSummary, TraceError> {
     let mut reader = FileTraceReader::open(input)?;
-    let mut model = FsModel::new(opts.clone()).map_err(|e| TraceError::Gen(e.what))?;
+    let model = model.insert(FsModel::new(opts.clone()).map_err(|e| TraceError::Gen(e.what))?);
     let aged = match opts.age {
         Some(spec) => {
             let ops = aging::plan(opts, spec).map_err(|e| TraceError::Gen(e.what))?;
-            Some(
-                model
-                    .age(&ops)
-                    .map_err(|e| TraceError::Gen(format!("aging: {}", e.what)))?,
-            )
+            let aged = model.age(&ops);
+            free_in_background(ops);
+            Some(aged.map_err(|e| TraceError::Gen(format!("aging: {}", e.what)))?)
         }
         None => None,
     };
@@ -490,7 +535,7 @@ pub fn map_file_trace(
     if let Some(a) = &aged {
         meta.aged = Some(write_aged(&mut writer, a)?);
     }
-    let mut summary = map_events(&mut reader, &mut model, &mut writer, opts, progress)?;
+    let mut summary = map_events(&mut reader, model, &mut writer, opts, progress)?;
     for (name, n) in reader.unknown_ops() {
         summary
             .warnings
@@ -543,6 +588,8 @@ fn map_events(
     let mut other_dev = 0u64;
     while reader.next_batch(&mut batch)? {
         for ev in &batch {
+            // One event may take a while (a write of a gigabyte), a batch many of them.
+            crate::cancel::check()?;
             if opts.only_dev.is_some_and(|d| ev.dev != 0 && ev.dev != d) {
                 other_dev += 1;
                 row += 1;
@@ -556,6 +603,7 @@ fn map_events(
         for r in reqs.drain(..) {
             writer.push(&r)?;
         }
+        crate::cancel::check()?;
         if !progress(row, total) {
             return Err(TraceError::Gen("map interrupted".into()));
         }

@@ -8,6 +8,9 @@ use super::output::DataTag;
 use super::pagecache::Queued;
 use super::*;
 
+/// Pages written back between two checks for a stop request ([`crate::cancel`]).
+const STOP_CHECK_PAGES: usize = 1 << 16;
+
 impl FsModel {
     /// Write back the dirty pages of `slot` in `[from, to)`: allocate what is unmapped, write
     /// runs of contiguous blocks with equal pc and pid as one request each.
@@ -18,6 +21,8 @@ impl FsModel {
         to: u64,
         sink: Sink,
     ) -> Result<(), FsError> {
+        // Every writeback path (flusher, background, sync, the end) goes through here.
+        self.check_stop()?;
         let mut f = self.files[slot as usize].take().expect("live file");
         let mut pages = std::mem::take(&mut self.scratch);
         f.dirty.take_range(from, to, &mut pages);
@@ -56,7 +61,13 @@ impl FsModel {
             hint: f.hint,
         };
         let mut i = 0;
+        let mut next_check = STOP_CHECK_PAGES;
         while i < pages.len() {
+            // One writeback of a large page cache is millions of pages: a second or more.
+            if i >= next_check {
+                self.check_stop()?;
+                next_check = i + STOP_CHECK_PAGES;
+            }
             let l = pages[i].0;
             // Extent of the stretch starting at l: mapped part, or unmapped up to the next
             // mapped block / the end of this run of consecutive dirty pages.
@@ -188,6 +199,7 @@ impl FsModel {
     pub(super) fn advance(&mut self, t: u64, sink: Sink) -> Result<(), FsError> {
         let iv = self.opts.writeback_interval_ns.max(1);
         loop {
+            self.check_stop()?;
             if self.queue.is_empty() && !self.journal.home_dirty() && self.next_wb_ns < t {
                 // Nothing for the flusher: skip idle ticks.
                 self.next_wb_ns = self.next_wb_ns.max(t - t % iv);

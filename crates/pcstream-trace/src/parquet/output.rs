@@ -154,14 +154,24 @@ impl AtomicWriter {
         }
     }
 
-    /// Write the footer (`pairs`, in this order) and move the file into place.
+    /// Write the footer (`pairs`, in this order) and move the file into place, unless a stop
+    /// was requested ([`crate::cancel`]): then the temporary file is removed and the output left
+    /// as it was. The request is checked right before the rename and the rename is recorded
+    /// right after it, both before the caller runs again; a signal that comes in between finds
+    /// the output recorded as kept, so the caller never says "nothing was written" of a file
+    /// that is in place.
     pub(crate) fn finish(mut self, pairs: Vec<(String, String)>) -> Result<(), TraceError> {
         let mut w = self.writer.take().expect("writer open until finish");
         append_footer(&mut w, &self.schema, pairs);
         let res = match w.close() {
             Err(e) => Err(self.fail("closing", &e)),
-            Ok(_) => std::fs::rename(&self.tmp, &self.path).map_err(|e| self.fail("renaming", &e)),
+            Ok(_) => crate::cancel::check().and_then(|()| {
+                std::fs::rename(&self.tmp, &self.path).map_err(|e| self.fail("renaming", &e))
+            }),
         };
+        if res.is_ok() {
+            crate::cancel::note_kept(&self.path);
+        }
         if res.is_err() {
             let _ = std::fs::remove_file(&self.tmp);
         }
