@@ -149,6 +149,9 @@ const FILE_METADATA: &[(i16, Kind)] = &[
     (7, Kind::List(&Kind::Struct(COLUMN_ORDER))),
 ];
 
+/// The 4 bytes a Parquet file starts and ends with.
+const MAGIC: [u8; 4] = *b"PAR1";
+
 /// The footer of `src`, when it has the Parquet tail (`len` + `PAR1`); `None` otherwise (the
 /// decoder then says what is wrong).
 fn footer_bytes<T: ChunkReader>(src: &T) -> Option<Bytes> {
@@ -157,7 +160,7 @@ fn footer_bytes<T: ChunkReader>(src: &T) -> Option<Bytes> {
         return None;
     }
     let tail = src.get_bytes(len - 8, 8).ok()?;
-    if &tail[4..] != b"PAR1" {
+    if tail[4..] != MAGIC {
         return None;
     }
     let n = u32::from_le_bytes(tail[..4].try_into().ok()?) as u64;
@@ -176,6 +179,10 @@ pub(crate) fn check_footer<T: ChunkReader>(src: &T) -> Result<(), String> {
     };
     let mut w = Walk::new(&footer, footer.len(), footer.len() as u64);
     match w.file_metadata() {
+        // The decoder reads only the closing magic; a damaged opening one is damage all the same.
+        Ok(()) if src.get_bytes(0, 4).ok().as_deref() != Some(&MAGIC[..]) => {
+            Err("the file does not start with the Parquet magic PAR1 (damaged or not Parquet)".into())
+        }
         Ok(()) => Ok(()),
         Err(Bad::Children {
             element,
