@@ -73,7 +73,7 @@ def test_pyarrow_reads_and_verifies_the_checksums_of_every_trace_we_write(tmp_pa
         table = pq.read_table(trace)
         assert pq.read_table(trace, page_checksum_verification=True).equals(table), trace
         # Every column chunk's last page carries a checksum: a flipped byte in it is caught.
-        for g, column, start, size in chunks(trace):
+        for _, _, start, size in chunks(trace):
             bad = flipped(trace, start + size - 1, tmp_path / "bad.parquet")
             with pytest.raises(OSError, match="CRC checksum verification failed"):
                 pq.read_table(bad, page_checksum_verification=True)
@@ -101,8 +101,12 @@ def test_every_codec_pyarrow_writes_reads(tmp_path: Path, codec: str) -> None:
     trace = small_trace(tmp_path / "t.parquet")
     other = tmp_path / f"{codec}.parquet"
     pq.write_table(pq.read_table(trace), other, compression=codec)
-    assert pq.read_metadata(other).row_group(0).column(0).compression.lower().startswith(
-        codec.replace("none", "uncompressed")
+    assert (
+        pq.read_metadata(other)
+        .row_group(0)
+        .column(0)
+        .compression.lower()
+        .startswith(codec.replace("none", "uncompressed"))
     )
     ours = invoke("info", trace, "--json")
     theirs = invoke("info", other, "--json")
@@ -124,7 +128,9 @@ def block_table(**changes: list[int]) -> pa.Table:
         "hint": [0] * 10,
     }
     cols.update(changes)
-    return pa.table({k: pa.array(v, pa.uint64() if k in ("ts_ns", "lpn") else pa.uint8()) for k, v in cols.items()})
+    return pa.table(
+        {k: pa.array(v, pa.uint64() if k in ("ts_ns", "lpn") else pa.uint8()) for k, v in cols.items()}
+    )
 
 
 def write(table: pa.Table, path: Path, meta: dict[str, str] | None = None) -> Path:
@@ -141,8 +147,16 @@ BAD_BLOCK_TRACES = {
     "capacity-sign": ({}, {tracemeta.KEY_CAPACITY: "+64"}, "'+64' is not a number of pages"),
     "capacity-float": ({}, {tracemeta.KEY_CAPACITY: "64.0"}, "'64.0' is not a number of pages"),
     "aged-rows": ({}, {tracemeta.KEY_AGED_ROWS: "11", tracemeta.KEY_AGED_PAGES: "11"}, "says 11 aged rows"),
-    "aged-pages": ({}, {tracemeta.KEY_AGED_ROWS: "4", tracemeta.KEY_AGED_PAGES: "7"}, "says 7 pages but the 4"),
-    "pcs-frame": ({}, {tracemeta.KEY_PCS: '{"5": [{"module": "a", "offset": "16"}]}'}, "signature 5, frame 0"),
+    "aged-pages": (
+        {},
+        {tracemeta.KEY_AGED_ROWS: "4", tracemeta.KEY_AGED_PAGES: "7"},
+        "says 7 pages but the 4",
+    ),
+    "pcs-frame": (
+        {},
+        {tracemeta.KEY_PCS: '{"5": [{"module": "a", "offset": "16"}]}'},
+        "signature 5, frame 0",
+    ),
     "pcs-signature": ({}, {tracemeta.KEY_PCS: '{"x5": []}'}, "signature 'x5' is not a decimal"),
 }
 
@@ -178,16 +192,17 @@ def test_a_path_id_missing_from_the_path_table_is_an_input_error(tmp_path: Path)
     ok = write_file_trace(tmp_path / "ok.parquet", HAND_MADE, {1: "/db/a.sst", 2: "/other/b.log"})
     assert invoke("map", ok, "-o", tmp_path / "m.parquet", "--capacity", "small").status == 0
     bad = write_file_trace(tmp_path / "bad.parquet", HAND_MADE, {1: "/db/a.sst"})
-    line = assert_user_error(run_module("map", bad, "-o", tmp_path / "m2.parquet", "--capacity", "small"), INPUT)
+    line = assert_user_error(
+        run_module("map", bad, "-o", tmp_path / "m2.parquet", "--capacity", "small"), INPUT
+    )
     assert "bad.parquet" in line and "path id 2 is not in pcstream.paths" in line, line
     assert not (tmp_path / "m2.parquet").exists()
 
 
 def test_an_ssd_op_beyond_4_is_a_config_error(tmp_path: Path) -> None:
     trace = small_trace(tmp_path / "t.parquet")
-    text = api.preset_text("small") if hasattr(api, "preset_text") else None
     ssd = tmp_path / "ssd.toml"
-    base = text or (ROOT / "crates" / "pcstream-core" / "presets" / "small.toml").read_text()
+    base = (ROOT / "crates" / "pcstream-core" / "presets" / "small.toml").read_text()
     ssd.write_text(base.replace("op = 0.07", "op = 7"))
     line = assert_user_error(run_module("simulate", trace, "--policy", "baseline", "--ssd", ssd), CONFIG)
     assert "op = 7 must be > 0 and at most 4" in line, line

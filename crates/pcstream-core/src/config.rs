@@ -390,9 +390,12 @@ mod tests {
 
     #[test]
     fn op_beyond_its_range_is_refused() {
-        let with_op = |op: &str| toml(4, 4, 64, 64, "line").replace("op = 0.07", &format!("op = {op}"));
+        let with_op =
+            |op: &str| toml(4, 4, 64, 64, "line").replace("op = 0.07", &format!("op = {op}"));
         for op in ["0", "-0.1", "4.01", "7", "nan", "inf"] {
-            let e = SsdConfig::from_toml("t", &with_op(op)).unwrap_err().to_string();
+            let e = SsdConfig::from_toml("t", &with_op(op))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("must be > 0 and at most 4"), "{op}: {e}");
         }
         for op in ["0.5", "1", "4"] {

@@ -120,7 +120,10 @@ pub fn file_trace(data: &[u8]) {
     while let Ok(true) = r.next_batch(&mut buf) {
         for e in &buf {
             for id in [e.path, e.path2] {
-                assert!(id == 0 || paths.contains_key(&id), "path id {id} not in the table");
+                assert!(
+                    id == 0 || paths.contains_key(&id),
+                    "path id {id} not in the table"
+                );
             }
         }
     }
@@ -200,7 +203,10 @@ pub fn table_json(data: &[u8]) {
         // Only a table of a policy that writes tables loads.
         let policy = serde_json::from_str::<serde_json::Value>(text).ok();
         let policy = policy.as_ref().and_then(|v| v.get("policy")?.as_str());
-        assert!(matches!(policy, Some("pcstream" | "pcstream-star")), "{policy:?}");
+        assert!(
+            matches!(policy, Some("pcstream" | "pcstream-star")),
+            "{policy:?}"
+        );
         let _ = sim.policy_mut().save_state();
     }
 }

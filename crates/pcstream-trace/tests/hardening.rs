@@ -518,7 +518,9 @@ fn a_flipped_byte_in_a_page_fails_its_checksum() {
     for (g, rg) in meta.row_groups().iter().enumerate() {
         for col in rg.columns() {
             // The chunk's last byte is inside its last page's bytes.
-            let start = col.dictionary_page_offset().unwrap_or(col.data_page_offset());
+            let start = col
+                .dictionary_page_offset()
+                .unwrap_or(col.data_page_offset());
             let at = (start + col.compressed_size() - 1) as usize;
             let mut b = bytes.clone();
             b[at] ^= 0x01;
@@ -529,10 +531,7 @@ fn a_flipped_byte_in_a_page_fails_its_checksum() {
                 summarize(&bad).map(|_| ()).unwrap_err().to_string(),
             ] {
                 assert!(m.starts_with(&bad.display().to_string()), "{m}");
-                assert!(
-                    m.contains(&format!("row group {g}, column {name}:")),
-                    "{m}"
-                );
+                assert!(m.contains(&format!("row group {g}, column {name}:")), "{m}");
                 assert!(m.contains("fails its CRC32 checksum"), "{m}");
                 assert!(!m.contains('\n'), "{m}");
             }
@@ -569,8 +568,8 @@ fn every_parquet_codec_reads() {
         Compression::ZSTD(ZstdLevel::default()),
     ];
     for codec in codecs {
-        let b = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&good).unwrap())
-            .unwrap();
+        let b =
+            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&good).unwrap()).unwrap();
         let props = WriterProperties::builder().set_compression(codec).build();
         let out = dir.path().join(format!("{codec:?}.parquet"));
         let f = std::fs::File::create(&out).unwrap();

@@ -46,7 +46,10 @@ pub const MAX_META: u8 = pcstream_core::request::meta::OTHER;
 /// What is wrong with row `r`, after a row at time `prev_ts`, in the fields every row must get
 /// right whatever the trace's capacity and tables: time non-decreasing, `meta` and `hint` in
 /// their ranges. `None` when nothing is.
-pub(crate) fn row_fields_error(r: &pcstream_core::request::Request, prev_ts: u64) -> Option<String> {
+pub(crate) fn row_fields_error(
+    r: &pcstream_core::request::Request,
+    prev_ts: u64,
+) -> Option<String> {
     if r.ts_ns < prev_ts {
         Some(format!(
             "ts_ns {} is before the previous row's {prev_ts}; rows must be in time order (sort the trace by ts_ns)",
@@ -255,9 +258,7 @@ fn check_pcs(pcs: &serde_json::Value) -> Result<(), String> {
     let fix = "fix or remove the key";
     for (sig, frames) in pcs.as_object().into_iter().flatten() {
         if count(sig).is_none() {
-            return Err(format!(
-                "signature '{sig}' is not a decimal number; {fix}"
-            ));
+            return Err(format!("signature '{sig}' is not a decimal number; {fix}"));
         }
         let Some(frames) = frames.as_array() else {
             return Err(format!("signature {sig}: not a list of frames; {fix}"));

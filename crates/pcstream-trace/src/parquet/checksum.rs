@@ -56,8 +56,8 @@ impl PageIndexProvider for Moved {
 }
 
 /// Copy the Parquet file `src` to `dst` with a CRC32 in every page header (see the module
-/// documentation). `Err` says what failed, on one line.
-pub(crate) fn add_checksums(src: &Path, dst: &Path) -> Result<(), String> {
+/// documentation). `Err` says what failed, on one line. Public for the benchmark of its cost.
+pub fn add_checksums(src: &Path, dst: &Path) -> Result<(), String> {
     let file = File::open(src).map_err(one_line)?;
     let meta = ParquetMetaDataReader::new()
         .with_page_index_policy(PageIndexPolicy::Optional)
@@ -111,11 +111,15 @@ fn footer_start(file: &File) -> Result<u64, String> {
 /// Where the row groups' bytes end in `meta`'s file: the page indexes, or the footer (at
 /// `footer`), follow them.
 fn data_end(meta: &ParquetMetaData, footer: u64) -> u64 {
-    let indexes = meta.row_groups().iter().flat_map(|rg| rg.columns()).flat_map(|c| {
-        [c.column_index_offset(), c.offset_index_offset()]
-            .into_iter()
-            .flatten()
-    });
+    let indexes = meta
+        .row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns())
+        .flat_map(|c| {
+            [c.column_index_offset(), c.offset_index_offset()]
+                .into_iter()
+                .flatten()
+        });
     indexes
         .filter_map(|o| u64::try_from(o).ok())
         .fold(footer, u64::min)
@@ -159,8 +163,11 @@ impl Copy<'_> {
         let (mut cols, mut index, mut grown) = (Vec::new(), Vec::new(), 0);
         let mut first = None;
         for (c, col) in rg.columns().iter().enumerate() {
-            let start = u64::try_from(col.dictionary_page_offset().unwrap_or(col.data_page_offset()))
-                .map_err(one_line)?;
+            let start = u64::try_from(
+                col.dictionary_page_offset()
+                    .unwrap_or(col.data_page_offset()),
+            )
+            .map_err(one_line)?;
             let len = u64::try_from(col.compressed_size()).map_err(one_line)?;
             self.gap(start, w)?;
             let new_start = w.bytes_written() as u64;
@@ -195,7 +202,11 @@ impl Copy<'_> {
             .ok_or_else(|| format!("no page starts at byte {old}"))
     }
 
-    fn moved_column(&self, col: &ColumnChunkMetaData, growth: u64) -> Result<ColumnChunkMetaData, String> {
+    fn moved_column(
+        &self,
+        col: &ColumnChunkMetaData,
+        growth: u64,
+    ) -> Result<ColumnChunkMetaData, String> {
         let growth = growth as i64;
         let dict = match col.dictionary_page_offset() {
             Some(o) => Some(self.new_place(o)?),
@@ -248,7 +259,10 @@ fn write_chunk<W: Write>(
         let rest = &chunk[at..];
         let mut walk = Walk::new(rest, rest.len(), bools);
         let head = walk.page_header().map_err(|e| match e {
-            Bad::Corrupt(why) => format!("the page header at byte {} is corrupt: {why}", old + at as u64),
+            Bad::Corrupt(why) => format!(
+                "the page header at byte {} is corrupt: {why}",
+                old + at as u64
+            ),
             Bad::Short | Bad::Children { .. } => "a page header ends early".to_string(),
         })?;
         bools = walk.bools_left;
@@ -380,7 +394,9 @@ mod tests {
         let mut pages = 0;
         for (g, rg) in meta.row_groups().iter().enumerate() {
             for (c, col) in rg.columns().iter().enumerate() {
-                let start = col.dictionary_page_offset().unwrap_or(col.data_page_offset()) as usize;
+                let start = col
+                    .dictionary_page_offset()
+                    .unwrap_or(col.data_page_offset()) as usize;
                 let end = start + col.compressed_size() as usize;
                 let mut at = start;
                 let mut starts = Vec::new();

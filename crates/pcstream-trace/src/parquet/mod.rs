@@ -12,7 +12,7 @@
 //!
 //! Inside this module the `parquet` crate is spelled `::parquet`.
 
-mod checksum;
+pub mod checksum;
 mod footer;
 mod input;
 pub mod keys;

@@ -178,7 +178,11 @@ impl Walk<'_> {
             match known(PAGE_HEADER, id) {
                 Some(_) if id == FIELD_COMPRESSED_SIZE || id == FIELD_CRC => {
                     if ty != T_I32 {
-                        let what = if id == FIELD_CRC { "checksum" } else { "page size" };
+                        let what = if id == FIELD_CRC {
+                            "checksum"
+                        } else {
+                            "page size"
+                        };
                         return corrupt(format!("the {what} is written as type code {ty}"));
                     }
                     let v = Some(self.zigzag()? as i32);

@@ -165,7 +165,11 @@ impl Params {
             SubstreamParams::none()
         };
         Ok(Params {
-            name: if full { TABLE_POLICIES[0] } else { TABLE_POLICIES[1] },
+            name: if full {
+                TABLE_POLICIES[0]
+            } else {
+                TABLE_POLICIES[1]
+            },
             host_streams: ctx.host_streams,
             n_min,
             period,
