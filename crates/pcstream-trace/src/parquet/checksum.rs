@@ -431,4 +431,27 @@ mod tests {
         // One batch spans both row groups.
         assert_eq!(read, vec![batch]);
     }
+
+    #[test]
+    fn a_file_of_no_rows_is_copied_too() {
+        use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+        let dir = tempfile::tempdir().unwrap();
+        let (plain, out) = (dir.path().join("p.parquet"), dir.path().join("s.parquet"));
+        let col: ArrayRef = Arc::new(Int64Array::from(Vec::<i64>::new()));
+        let batch = RecordBatch::try_from_iter([("x", col)]).unwrap();
+        let w = parquet::arrow::ArrowWriter::try_new(
+            File::create(&plain).unwrap(),
+            batch.schema(),
+            None,
+        );
+        w.unwrap().close().unwrap();
+        add_checksums(&plain, &out).unwrap();
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(std::fs::read(&out).unwrap()))
+            .unwrap();
+        assert_eq!(
+            (meta.num_row_groups(), meta.file_metadata().num_rows()),
+            (0, 0)
+        );
+    }
 }
