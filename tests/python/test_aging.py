@@ -12,7 +12,7 @@ from test_map_import import HAND_MADE, file_trace
 
 
 def mapped(tmp_path: Path, *extra: str, name: str = "aged.parquet") -> Path:
-    src = file_trace(tmp_path / "t.file.parquet", HAND_MADE, {1: "/db/a.log"})
+    src = file_trace(tmp_path / "t.file.parquet", HAND_MADE, {1: "/db/a.log", 2: "/other/b.log"})
     out = tmp_path / name
     run = invoke("map", src, "-o", out, "--capacity", SSD, "--json", *extra)
     assert run.status == 0, run.stderr
@@ -76,7 +76,7 @@ def test_compare_prefills_only_traces_without_their_own_aged_state(tmp_path: Pat
 
 
 def test_aging_errors_are_one_line(tmp_path: Path) -> None:
-    src = file_trace(tmp_path / "t.file.parquet", HAND_MADE, {1: "/db/a.log"})
+    src = file_trace(tmp_path / "t.file.parquet", HAND_MADE, {1: "/db/a.log", 2: "/other/b.log"})
     run = invoke("map", src, "-o", tmp_path / "o.parquet", "--capacity", SSD, "--age", "1.5")
     assert_user_error(run, 2, "--age")
     run = invoke("map", src, "-o", tmp_path / "o.parquet", "--capacity", SSD, "--age", "0.001")

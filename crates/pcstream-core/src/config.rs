@@ -81,6 +81,10 @@ fn default_high() -> f64 {
 /// ms. The die clocks add latencies in ns in 64 bits; this bound keeps any trace a machine can
 /// hold far from overflowing them.
 pub const MAX_LATENCY_US: f64 = 1e6;
+/// Largest over-provisioning accepted: 4 (a fifth of the flash exposed). More is no SSD
+/// anyone builds, and a huge `op` leaves a device of almost no logical pages, which is far
+/// more likely a typo (`op = 7` for 0.07) than a wish.
+pub const MAX_OP: f64 = 4.0;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -264,9 +268,9 @@ impl SsdConfig {
                 u32::MAX - 1
             ));
         }
-        if !(self.ftl.op.is_finite() && self.ftl.op > 0.0) {
+        if !(self.ftl.op.is_finite() && self.ftl.op > 0.0 && self.ftl.op <= MAX_OP) {
             return bad(format!(
-                "op = {} must be > 0 (over-provisioning = (physical − logical) / logical)",
+                "op = {} must be > 0 and at most {MAX_OP} (over-provisioning = (physical − logical) / logical, e.g. 0.07)",
                 self.ftl.op
             ));
         }
@@ -381,6 +385,21 @@ mod tests {
                 "{c} {w} {b} {p}: {m}"
             );
             assert!(m.contains(&format!("channels {c} × ways {w}")), "{m}");
+        }
+    }
+
+    #[test]
+    fn op_beyond_its_range_is_refused() {
+        let with_op =
+            |op: &str| toml(4, 4, 64, 64, "line").replace("op = 0.07", &format!("op = {op}"));
+        for op in ["0", "-0.1", "4.01", "7", "nan", "inf"] {
+            let e = SsdConfig::from_toml("t", &with_op(op))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("must be > 0 and at most 4"), "{op}: {e}");
+        }
+        for op in ["0.5", "1", "4"] {
+            SsdConfig::from_toml("t", &with_op(op)).unwrap();
         }
     }
 }

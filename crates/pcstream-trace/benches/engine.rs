@@ -2,11 +2,13 @@
 //! (full sequential prefill, one device-fill of warm-up), Parquet decode included.
 //! Reports page operations per second (host writes + GC copies), with and without timing.
 //! Also the block-trace decoder alone (`decode`): rows per second straight from the reader and
-//! through the prefetching thread the simulator uses (it needs ≥ 10 M rows/s).
+//! through the prefetching thread the simulator uses (it needs ≥ 10 M rows/s), and what page
+//! checksums cost: an open (every page's CRC32 checked), the checksum copy alone, a whole write.
 //! `PCSTREAM_BENCH_PRESET=small` runs a quick version.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pcstream_core::{SimOptions, SsdConfig};
+use pcstream_trace::parquet::checksum::add_checksums;
 use pcstream_trace::{generate_to_file, run_trace, BlockTraceReader, GenParams};
 
 fn engine(c: &mut Criterion) {
@@ -102,6 +104,18 @@ fn decode(c: &mut Criterion) {
     g.throughput(Throughput::Elements(rows));
     g.bench_function("uniform/next_batch", |b| b.iter(|| read_all(&path, false)));
     g.bench_function("uniform/prefetch", |b| b.iter(|| read_all(&path, true)));
+    // What page checksums cost: opening (every page header walked and every page's CRC32
+    // checked), and the copy that gives a written file its checksums.
+    g.bench_function("uniform/open", |b| {
+        b.iter(|| BlockTraceReader::open(&path).expect("open").num_rows())
+    });
+    let copy = dir.path().join("copy.parquet");
+    g.bench_function("uniform/add_checksums", |b| {
+        b.iter(|| add_checksums(&path, &copy).expect("checksums"))
+    });
+    g.bench_function("uniform/generate_to_file", |b| {
+        b.iter(|| generate_to_file("uniform", &p, &copy).expect("generate"))
+    });
     g.finish();
 }
 

@@ -15,6 +15,9 @@ pub enum TraceError {
     /// One of the required columns (lpn, pages, op) is absent.
     #[error("{path}: required column '{column}' is missing; a block trace needs the columns lpn, pages and op")]
     MissingColumn { path: String, column: String },
+    /// A column name appears more than once.
+    #[error("{path}: column '{column}' appears more than once; a trace names each column once; re-write the file with unique column names")]
+    DuplicateColumn { path: String, column: String },
     /// A known column is not an integer column.
     #[error("{path}: column '{column}' has type {found}, expected an integer column ({expected}); re-write the trace with integer columns")]
     WrongType {

@@ -10,7 +10,7 @@ use std::io::Cursor;
 use pcstream_core::request::Op;
 use pcstream_core::{Request, SimOptions, Simulator, SsdConfig};
 
-use crate::blocktrace::format::MAX_PAGES;
+use crate::blocktrace::format::{MAX_HINT, MAX_META, MAX_PAGES};
 use crate::blocktrace::BlockTraceReader;
 use crate::filetrace::reader::FileTraceReader;
 use crate::import::{import_lines, ImportOptions, FORMATS};
@@ -95,10 +95,14 @@ pub fn block_trace(data: &[u8]) {
         return;
     };
     let _ = (r.num_rows(), r.num_row_groups(), r.meta().capacity_pages);
-    let mut buf = Vec::new();
+    let (mut buf, mut last_ts) = (Vec::new(), 0);
+    // Every row the reader hands over is one the format allows (docs/FORMATS.md).
     while let Ok(true) = r.next_batch(&mut buf) {
         for q in &buf {
             assert!(Op::from_u8(q.op).is_some());
+            assert!(q.ts_ns >= last_ts, "time went backwards");
+            assert!(q.meta <= MAX_META && q.hint <= MAX_HINT);
+            last_ts = q.ts_ns;
         }
     }
 }
@@ -111,8 +115,18 @@ pub fn file_trace(data: &[u8]) {
         return;
     };
     let _ = (r.num_rows(), r.paths().len());
+    let paths = r.paths().clone();
     let mut buf = Vec::new();
-    while let Ok(true) = r.next_batch(&mut buf) {}
+    while let Ok(true) = r.next_batch(&mut buf) {
+        for e in &buf {
+            for id in [e.path, e.path2] {
+                assert!(
+                    id == 0 || paths.contains_key(&id),
+                    "path id {id} not in the table"
+                );
+            }
+        }
+    }
 }
 
 /// The shim-log parsers on `data` as a `.bin` and as a `.txt` file.
@@ -134,6 +148,7 @@ pub fn ssd_toml(data: &[u8]) {
     let Ok(cfg) = SsdConfig::from_toml("fuzz", text) else {
         return;
     };
+    assert!(cfg.ftl.op > 0.0 && cfg.ftl.op <= pcstream_core::config::MAX_OP);
     let e = pcstream_core::state_size::estimate(&cfg, true);
     assert!(e.total() > 0);
     if cfg.physical_pages() > 1 << 16 {
@@ -185,6 +200,13 @@ pub fn table_json(data: &[u8]) {
     };
     let mut sim = Simulator::new(&cfg, opts).expect("pcstream on the fuzz device");
     if sim.policy_mut().load_state(text).is_ok() {
+        // Only a table of a policy that writes tables loads.
+        let policy = serde_json::from_str::<serde_json::Value>(text).ok();
+        let policy = policy.as_ref().and_then(|v| v.get("policy")?.as_str());
+        assert!(
+            matches!(policy, Some("pcstream" | "pcstream-star")),
+            "{policy:?}"
+        );
         let _ = sim.policy_mut().save_state();
     }
 }

@@ -751,7 +751,7 @@ fn malformed_file_traces_are_one_line_errors() {
     common::write_raw(
         &good,
         cols(Arc::new(StringArray::from(vec!["open", "write"]))),
-        &[],
+        &[("pcstream.paths", r#"{"1":"/a"}"#)],
         10,
     );
     map_file_trace(&good, &out, &opts(), &mut |_, _| true).unwrap();

@@ -38,6 +38,37 @@ pub const PAGE_BYTES: u32 = pcstream_core::units::PAGE_BYTES as u32;
 /// beyond it and readers refuse a `pcstream.capacity_pages` or a row past it, so every figure
 /// derived from addresses (capacity, bitmaps, page counts) stays far from 64-bit overflow.
 pub const MAX_PAGES: u64 = 1 << 40;
+/// Largest `hint`: Linux's `RWH_WRITE_LIFE_EXTREME` (0 not set, 1 none, 2 short … 5 extreme).
+pub const MAX_HINT: u8 = 5;
+/// Largest `meta`: "other metadata" ([`pcstream_core::request::meta`]).
+pub const MAX_META: u8 = pcstream_core::request::meta::OTHER;
+
+/// What is wrong with row `r`, after a row at time `prev_ts`, in the fields every row must get
+/// right whatever the trace's capacity and tables: time non-decreasing, `meta` and `hint` in
+/// their ranges. `None` when nothing is.
+pub(crate) fn row_fields_error(
+    r: &pcstream_core::request::Request,
+    prev_ts: u64,
+) -> Option<String> {
+    if r.ts_ns < prev_ts {
+        Some(format!(
+            "ts_ns {} is before the previous row's {prev_ts}; rows must be in time order (sort the trace by ts_ns)",
+            r.ts_ns
+        ))
+    } else if r.meta > MAX_META {
+        Some(format!(
+            "meta {} is not a metadata class (0 data … {MAX_META} other metadata)",
+            r.meta
+        ))
+    } else if r.hint > MAX_HINT {
+        Some(format!(
+            "hint {} is not a Linux write-life hint (0 not set … {MAX_HINT} extreme)",
+            r.hint
+        ))
+    } else {
+        None
+    }
+}
 
 /// Trace-level metadata. Missing optional keys mean "unknown": no capacity (readers then scan for
 /// max(lpn + pages)), empty source, empty tables.
@@ -147,10 +178,9 @@ impl TraceMeta {
             KEY_PAGE_BYTES => self.page_bytes = page_bytes(v)?,
             KEY_CAPACITY => self.capacity_pages = Some(capacity(v)?),
             KEY_AGED_ROWS | KEY_AGED_PAGES => {
-                let n: u64 = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("'{v}' is not a count; fix or remove the key"))?;
+                let n = count(v).ok_or_else(|| {
+                    format!("'{v}' is not a count (decimal digits only); fix or remove the key")
+                })?;
                 let a = self.aged.get_or_insert_with(AgedRows::default);
                 if k == KEY_AGED_ROWS {
                     a.rows = n
@@ -176,6 +206,7 @@ impl TraceMeta {
                             .into(),
                     );
                 }
+                check_pcs(&pcs)?;
                 self.pcs = pcs;
             }
             _ => {}
@@ -186,10 +217,9 @@ impl TraceMeta {
 
 /// The `pcstream.page_bytes` value `v`: a number, and the engine's page size.
 fn page_bytes(v: &str) -> Result<u32, String> {
-    let n: u32 = v
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{v}' is not a number of bytes; write e.g. 4096"))?;
+    let n = count(v)
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| format!("'{v}' is not a number of bytes; write e.g. 4096"))?;
     if n != PAGE_BYTES {
         return Err(format!(
             "page size {v} is not supported (only {PAGE_BYTES}); re-import the trace with 4 KiB pages"
@@ -200,16 +230,58 @@ fn page_bytes(v: &str) -> Result<u32, String> {
 
 /// The `pcstream.capacity_pages` value `v`: a number of pages within [`MAX_PAGES`].
 fn capacity(v: &str) -> Result<u64, String> {
-    let c: u64 = v
-        .trim()
-        .parse()
-        .map_err(|_| format!("'{v}' is not a number of pages; fix or remove the key"))?;
+    let c = count(v).ok_or_else(|| {
+        format!("'{v}' is not a number of pages (decimal digits only); fix or remove the key")
+    })?;
     if c > MAX_PAGES {
         return Err(format!(
             "{c} pages is beyond the limit of {MAX_PAGES} pages (2^40, 4 PiB); fix or remove the key"
         ));
     }
     Ok(c)
+}
+
+/// A count as the writers write it: decimal digits only (no sign, space, point or exponent),
+/// within 64 bits. A value that is anything else was not written by pcstream and is refused
+/// rather than guessed at.
+fn count(v: &str) -> Option<u64> {
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    v.parse().ok()
+}
+
+/// The `pcstream.pcs` table: each key a signature in decimal, each value a list of frames
+/// `{module: string, module_id?: string, offset: integer ≥ 0, symbol?: string}`.
+fn check_pcs(pcs: &serde_json::Value) -> Result<(), String> {
+    use serde_json::Value;
+    let fix = "fix or remove the key";
+    for (sig, frames) in pcs.as_object().into_iter().flatten() {
+        if count(sig).is_none() {
+            return Err(format!("signature '{sig}' is not a decimal number; {fix}"));
+        }
+        let Some(frames) = frames.as_array() else {
+            return Err(format!("signature {sig}: not a list of frames; {fix}"));
+        };
+        for (i, f) in frames.iter().enumerate() {
+            let text = |k: &str, required: bool| match f.get(k) {
+                None => !required,
+                Some(v) => v.is_string(),
+            };
+            let ok = f.is_object()
+                && text("module", true)
+                && text("module_id", false)
+                && text("symbol", false)
+                && f.get("offset").is_some_and(Value::is_u64);
+            if !ok {
+                return Err(format!(
+                    "signature {sig}, frame {i}: expected {{module: string, module_id?: string, offset: integer ≥ 0, symbol?: string}}, found {}; {fix}",
+                    crate::error::one_line(f).chars().take(80).collect::<String>()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -24,10 +24,13 @@ use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 use pcstream_core::request::{Op, Request};
 
-use super::format::{TraceMeta, COLUMNS, MAX_PAGES, REQUIRED};
+use super::format::{
+    row_fields_error, TraceMeta, COLUMNS, KEY_AGED_PAGES, KEY_AGED_ROWS, MAX_HINT, MAX_META,
+    MAX_PAGES, REQUIRED,
+};
 use crate::error::{one_line, TraceError};
 use crate::guard::contain;
-use crate::parquet::{builder, footer_pairs, is_integer, open_input, RowGroups};
+use crate::parquet::{builder, duplicate_column, footer_pairs, is_integer, open_input, RowGroups};
 
 /// Most rows per decoded batch, whatever the row-group size (bounds memory).
 pub const BATCH_ROWS: usize = 64 * 1024;
@@ -45,6 +48,10 @@ pub struct BlockTraceReader {
     inner: ParquetRecordBatchReader,
     /// Global index of the next row to decode.
     row: u64,
+    /// The time of the last row decoded (rows come in time order).
+    last_ts: u64,
+    /// Pages of the aged rows decoded so far.
+    aged_pages: u64,
 }
 
 /// Copy `vals` into one field of `out` through a checked conversion. For widening unsigned
@@ -113,6 +120,12 @@ impl BlockTraceReader {
         let md = b.metadata().clone();
         let meta = TraceMeta::from_pairs(&label, &footer_pairs(&md))?;
         let schema = b.schema().clone();
+        if let Some(column) = duplicate_column(&schema) {
+            return Err(TraceError::DuplicateColumn {
+                path: label,
+                column: column.to_string(),
+            });
+        }
         let mut file_idx = [None; 10];
         for (i, (name, bits)) in COLUMNS.iter().enumerate() {
             match schema.column_with_name(name) {
@@ -143,6 +156,8 @@ impl BlockTraceReader {
         }
         let groups = RowGroups::new(&label, &md);
         let rows = groups.rows();
+        check_aged(&label, &meta, rows)?;
+
         let mask = ProjectionMask::roots(b.parquet_schema(), selected);
         let not_parquet = |why: String| TraceError::NotParquet {
             path: label.clone(),
@@ -160,6 +175,8 @@ impl BlockTraceReader {
             cols,
             inner,
             row: 0,
+            last_ts: 0,
+            aged_pages: 0,
         })
     }
 
@@ -208,6 +225,8 @@ impl BlockTraceReader {
             }
         }
         self.validate(out)?;
+        self.check_aged_rows(out)?;
+        self.last_ts = out.last().map_or(self.last_ts, |r| r.ts_ns);
         self.row += out.len() as u64;
         Ok(true)
     }
@@ -247,16 +266,27 @@ impl BlockTraceReader {
     fn validate(&self, out: &[Request]) -> Result<(), TraceError> {
         let cap = self.meta.capacity_pages.unwrap_or(MAX_PAGES);
         // Fast check over the whole batch first; locate the culprit only when something is off.
+        let mut prev = self.last_ts;
         let ok = out.iter().all(|r| {
-            r.op <= 3
+            let in_order = r.ts_ns >= prev;
+            prev = r.ts_ns;
+            in_order
+                && r.meta <= MAX_META
+                && r.hint <= MAX_HINT
+                && r.op <= 3
                 && (r.op == Op::Flush as u8
                     || (r.pages > 0 && r.lpn <= cap && r.pages as u64 <= cap - r.lpn))
         });
         if ok {
             return Ok(());
         }
+        let mut prev = self.last_ts;
         for (k, r) in out.iter().enumerate() {
             let row = self.row + k as u64;
+            if let Some(what) = row_fields_error(r, prev) {
+                return Err(self.bad_row(row, format!("{what}; fix the importer or the trace")));
+            }
+            prev = r.ts_ns;
             let Some(op) = Op::from_u8(r.op) else {
                 return Err(self.bad_row(
                     row,
@@ -291,6 +321,38 @@ impl BlockTraceReader {
                 };
                 return Err(self.bad_row(row, what));
             }
+        }
+        Ok(())
+    }
+
+    /// The aged rows (`pcstream.aged_rows`) in `out`: all writes, and their pages, once all are
+    /// read, the `pcstream.aged_pages` the footer gives.
+    fn check_aged_rows(&mut self, out: &[Request]) -> Result<(), TraceError> {
+        let Some(aged) = self.meta.aged.filter(|a| self.row < a.rows) else {
+            return Ok(());
+        };
+        let n = (aged.rows - self.row).min(out.len() as u64) as usize;
+        for (k, r) in out[..n].iter().enumerate() {
+            if r.op != Op::Write as u8 {
+                return Err(self.bad_row(
+                    self.row + k as u64,
+                    format!(
+                        "op {} in the aged state (the first {} rows, pcstream.aged_rows), which holds writes only; re-map the trace",
+                        r.op, aged.rows
+                    ),
+                ));
+            }
+            self.aged_pages += u64::from(r.pages);
+        }
+        if self.row + n as u64 == aged.rows && self.aged_pages != aged.pages {
+            return Err(TraceError::BadMeta {
+                path: self.label.clone(),
+                key: KEY_AGED_PAGES.into(),
+                why: format!(
+                    "says {} pages but the {} aged rows write {}; re-map the trace",
+                    aged.pages, aged.rows, self.aged_pages
+                ),
+            });
         }
         Ok(())
     }
@@ -379,6 +441,38 @@ impl Drop for Prefetch {
             let _ = h.join();
         }
     }
+}
+
+/// Refuse aged-state keys that cannot describe the trace's `rows`: more aged rows than rows,
+/// fewer aged pages than aged rows (each is a write of at least a page), or pages without rows.
+fn check_aged(label: &str, meta: &TraceMeta, rows: u64) -> Result<(), TraceError> {
+    let Some(a) = meta.aged else { return Ok(()) };
+    let (key, why) = if a.rows > rows {
+        (
+            KEY_AGED_ROWS,
+            format!("says {} aged rows but the trace has {rows} rows", a.rows),
+        )
+    } else if a.pages < a.rows || (a.rows == 0 && a.pages > 0) {
+        (
+            KEY_AGED_PAGES,
+            format!(
+                "{} pages cannot be the aged state of {} rows (each is a write of at least a page)",
+                a.pages, a.rows
+            ),
+        )
+    } else if meta.capacity_pages.is_some_and(|c| a.pages > c) {
+        (
+            KEY_AGED_PAGES,
+            format!("{} aged pages exceed the trace's capacity", a.pages),
+        )
+    } else {
+        return Ok(());
+    };
+    Err(TraceError::BadMeta {
+        path: label.to_string(),
+        key: key.into(),
+        why: format!("{why}; re-map the trace or remove the pcstream.aged_* keys"),
+    })
 }
 
 /// max(lpn + pages) over every row of the trace, streaming; the capacity of traces without

@@ -15,7 +15,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use pcstream_core::request::{Op, Request};
 
-use super::format::{TraceMeta, COLUMNS, KEY_CAPACITY, MAX_PAGES};
+use super::format::{row_fields_error, TraceMeta, COLUMNS, KEY_CAPACITY, MAX_PAGES};
 use crate::error::TraceError;
 use crate::parquet::AtomicWriter;
 
@@ -37,6 +37,8 @@ pub struct BlockTraceWriter {
     rows: u64,
     /// max(lpn + pages) so far, to check a capacity set after the rows.
     max_end: u64,
+    /// The last row's time: rows must come in time order.
+    last_ts: u64,
     /// The PCs of the rows, so the footer's PC table names only those (a mapped trace inherits
     /// the file trace's table, whose PCs may never reach the device: cc1's temporaries).
     pcs: std::collections::HashSet<u64>,
@@ -88,6 +90,7 @@ impl BlockTraceWriter {
             row_group_rows,
             rows: 0,
             max_end: 0,
+            last_ts: 0,
             pcs: std::collections::HashSet::new(),
             keep_unused_pcs: false,
         })
@@ -114,6 +117,7 @@ impl BlockTraceWriter {
     /// Append one row. Rejects rows the reader would reject (bad op, 0 pages, beyond capacity).
     pub fn push(&mut self, r: &Request) -> Result<(), TraceError> {
         self.check(r)?;
+        self.last_ts = r.ts_ns;
         self.buf.push(*r);
         self.rows += 1;
         if r.pc != 0 {
@@ -129,7 +133,9 @@ impl BlockTraceWriter {
     }
 
     fn check(&self, r: &Request) -> Result<(), TraceError> {
-        let what = if Op::from_u8(r.op).is_none() {
+        let what = if let Some(what) = row_fields_error(r, self.last_ts) {
+            what
+        } else if Op::from_u8(r.op).is_none() {
             format!(
                 "op {} is not 0 (write), 1 (trim), 2 (read) or 3 (flush)",
                 r.op

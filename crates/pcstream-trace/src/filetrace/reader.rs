@@ -27,7 +27,7 @@ use super::{FileEvent, FileOp, KEY_CAPTURE, KEY_PATHS};
 use crate::blocktrace::TraceMeta;
 use crate::error::{one_line, TraceError};
 use crate::guard::contain;
-use crate::parquet::{builder, footer_pairs, is_integer, open_input, RowGroups};
+use crate::parquet::{builder, duplicate_column, footer_pairs, is_integer, open_input, RowGroups};
 
 /// Most rows per decoded batch (bounds memory whatever the row-group size).
 pub const FILE_BATCH_ROWS: usize = 64 * 1024;
@@ -196,6 +196,12 @@ impl FileTraceReader {
             .iter()
             .find(|(k, _)| k == KEY_CAPTURE)
             .and_then(|(_, v)| v.clone());
+        if let Some(column) = duplicate_column(b.schema()) {
+            return Err(TraceError::DuplicateColumn {
+                path: label,
+                column: column.to_string(),
+            });
+        }
         let (file_idx, op_idx) = find_columns(&label, b.schema())?;
         let mut selected: Vec<usize> = file_idx.iter().flatten().copied().collect();
         selected.push(op_idx);
@@ -291,8 +297,26 @@ impl FileTraceReader {
             }
         }
         self.load_ops(batch.column(self.op_col), out)?;
+        self.check_paths(out)?;
         self.row += out.len() as u64;
         Ok(true)
+    }
+
+    /// Every path id of the rows `out` (other than 0, none) is named in `pcstream.paths`.
+    fn check_paths(&self, out: &[FileEvent]) -> Result<(), TraceError> {
+        let named = |id: u32| id == 0 || self.paths.contains_key(&id);
+        let Some((k, id)) = out.iter().enumerate().find_map(|(k, e)| {
+            [e.path, e.path2]
+                .into_iter()
+                .find(|&id| !named(id))
+                .map(|id| (k, id))
+        }) else {
+            return Ok(());
+        };
+        Err(self.bad_row(
+            self.row + k as u64,
+            format!("path id {id} is not in pcstream.paths; re-record the trace or add the path to the table"),
+        ))
     }
 
     fn load(&self, a: &ArrayRef, field: usize, out: &mut [FileEvent]) -> Result<(), TraceError> {

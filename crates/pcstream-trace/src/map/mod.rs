@@ -70,7 +70,7 @@ const FALLOC_INSERT_RANGE: u32 = 0x20;
 /// Largest file offset ext4 allows with 4 KiB blocks (16 TiB).
 const MAX_FILE_BYTES: u64 = 1 << 44;
 /// Largest write-life hint Linux accepts (`RWH_WRITE_LIFE_EXTREME`).
-const MAX_RW_HINT: u64 = 5;
+const MAX_RW_HINT: u64 = crate::blocktrace::format::MAX_HINT as u64;
 /// Timer rounds `finish` runs before it calls the model stuck: each round writes back or
 /// commits something, so a real trace settles in a few thousand.
 const SETTLE_ROUNDS: u32 = 1_000_000;

@@ -149,6 +149,9 @@ const FILE_METADATA: &[(i16, Kind)] = &[
     (7, Kind::List(&Kind::Struct(COLUMN_ORDER))),
 ];
 
+/// The 4 bytes a Parquet file starts and ends with.
+const MAGIC: [u8; 4] = *b"PAR1";
+
 /// The footer of `src`, when it has the Parquet tail (`len` + `PAR1`); `None` otherwise (the
 /// decoder then says what is wrong).
 fn footer_bytes<T: ChunkReader>(src: &T) -> Option<Bytes> {
@@ -157,7 +160,7 @@ fn footer_bytes<T: ChunkReader>(src: &T) -> Option<Bytes> {
         return None;
     }
     let tail = src.get_bytes(len - 8, 8).ok()?;
-    if &tail[4..] != b"PAR1" {
+    if tail[4..] != MAGIC {
         return None;
     }
     let n = u32::from_le_bytes(tail[..4].try_into().ok()?) as u64;
@@ -176,6 +179,10 @@ pub(crate) fn check_footer<T: ChunkReader>(src: &T) -> Result<(), String> {
     };
     let mut w = Walk::new(&footer, footer.len(), footer.len() as u64);
     match w.file_metadata() {
+        // The decoder reads only the closing magic; a damaged opening one is damage all the same.
+        Ok(()) if src.get_bytes(0, 4).ok().as_deref() != Some(&MAGIC[..]) => {
+            Err("the file does not start with the Parquet magic PAR1 (damaged or not Parquet)".into())
+        }
         Ok(()) => Ok(()),
         Err(Bad::Children {
             element,
@@ -440,8 +447,9 @@ mod tests {
         check_footer(&Bytes::from(out)).unwrap();
     }
 
-    /// Every committed fuzz input: the schema crash inputs are refused, the valid traces pass
-    /// (the other crash inputs are past the schema, where the decoder bounds its lists itself).
+    /// Every committed fuzz input: the schema crash inputs and the damaged opening magic are
+    /// refused, the valid traces pass (the other crash inputs are past the schema, where the
+    /// decoder bounds its lists itself; the other refused inputs have sound footers).
     #[test]
     fn the_fuzz_corpus_crashes_are_refused_and_its_traces_pass() {
         let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
@@ -453,7 +461,12 @@ mod tests {
                 let got = check_footer(&Bytes::from(std::fs::read(&path).unwrap()));
                 if name.starts_with("crash-schema-") {
                     assert!(got.is_err(), "{name} passes");
-                } else if !name.starts_with("crash") && !name.starts_with("hang") {
+                } else if name == "refused-head-magic.parquet" {
+                    assert!(got.unwrap_err().contains("magic PAR1"), "{name}");
+                } else if !["crash", "hang", "refused"]
+                    .iter()
+                    .any(|p| name.starts_with(p))
+                {
                     assert!(got.is_ok(), "{name}: {got:?}");
                 }
                 seen += 1;

@@ -53,6 +53,16 @@ pub(crate) fn footer_pairs(md: &ParquetMetaData) -> Vec<(String, Option<String>)
         .unwrap_or_default()
 }
 
+/// The first column name `schema` has twice: a reader would silently take one of the two.
+pub(crate) fn duplicate_column(schema: &arrow_schema::Schema) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .find(|n| !seen.insert(*n))
+}
+
 /// Integer Arrow types the readers convert (value by value, checked) to the column's width.
 pub(crate) fn is_integer(dt: &DataType) -> bool {
     matches!(

@@ -6,11 +6,13 @@
 //!   (`footer`) and of every page header (`pages`), both walking Thrift bytes as the decoder
 //!   reads them (`thrift`), and the footer's key-value pairs.
 //! - `rowgroups`: a global row index to its row group, for error messages.
-//! - `output`: the atomic writer (temporary file, footer, rename; removed when unfinished).
+//! - `output`: the atomic writer (temporary file, footer, rename; removed when unfinished),
+//!   with `checksum`: the CRC32 of every page in its header, which the writer leaves out.
 //! - [`rewrite`]: one footer value of a trace replaced, rows and other pairs kept.
 //!
 //! Inside this module the `parquet` crate is spelled `::parquet`.
 
+pub mod checksum;
 mod footer;
 mod input;
 pub mod keys;
@@ -20,6 +22,6 @@ pub mod rewrite;
 mod rowgroups;
 mod thrift;
 
-pub(crate) use input::{builder, footer_pairs, is_integer, open_input};
+pub(crate) use input::{builder, duplicate_column, footer_pairs, is_integer, open_input};
 pub(crate) use output::{temp_path, AtomicWriter};
 pub(crate) use rowgroups::RowGroups;

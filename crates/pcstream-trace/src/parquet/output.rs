@@ -15,6 +15,7 @@ use ::parquet::file::properties::WriterProperties;
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 
+use super::checksum::add_checksums;
 use crate::error::{one_line, TraceError};
 
 /// Footer values longer than this (bytes) are not copied into the embedded Arrow schema: the
@@ -155,25 +156,34 @@ impl AtomicWriter {
     }
 
     /// Write the footer (`pairs`, in this order) and move the file into place, unless a stop
-    /// was requested ([`crate::cancel`]): then the temporary file is removed and the output left
-    /// as it was. The request is checked right before the rename and the rename is recorded
-    /// right after it, both before the caller runs again; a signal that comes in between finds
-    /// the output recorded as kept, so the caller never says "nothing was written" of a file
-    /// that is in place.
+    /// was requested ([`crate::cancel`]): then the temporary files are removed and the output
+    /// left as it was. The pages get their CRC32 checksums on the way ([`super::checksum`]): the
+    /// encoder's file is copied to a second temporary file, which is renamed into place. The
+    /// request is checked right before the rename and the rename is recorded right after it,
+    /// both before the caller runs again; a signal that comes in between finds the output
+    /// recorded as kept, so the caller never says "nothing was written" of a file that is in
+    /// place.
     pub(crate) fn finish(mut self, pairs: Vec<(String, String)>) -> Result<(), TraceError> {
         let mut w = self.writer.take().expect("writer open until finish");
         append_footer(&mut w, &self.schema, pairs);
+        let mut summed = self.tmp.clone().into_os_string();
+        summed.push(".crc");
+        let summed = PathBuf::from(summed);
         let res = match w.close() {
             Err(e) => Err(self.fail("closing", &e)),
-            Ok(_) => crate::cancel::check().and_then(|()| {
-                std::fs::rename(&self.tmp, &self.path).map_err(|e| self.fail("renaming", &e))
-            }),
+            Ok(_) => add_checksums(&self.tmp, &summed)
+                .map_err(|e| self.fail("adding page checksums", &e))
+                .and_then(|()| crate::cancel::check())
+                .and_then(|()| {
+                    std::fs::rename(&summed, &self.path).map_err(|e| self.fail("renaming", &e))
+                }),
         };
+        let _ = std::fs::remove_file(&self.tmp);
         if res.is_ok() {
             crate::cancel::note_kept(&self.path);
         }
         if res.is_err() {
-            let _ = std::fs::remove_file(&self.tmp);
+            let _ = std::fs::remove_file(&summed);
         }
         res
     }

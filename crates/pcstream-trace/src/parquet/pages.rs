@@ -10,6 +10,7 @@
 //! bytes of reading per page whatever the file's size.
 
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 
 use ::parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData};
@@ -21,6 +22,8 @@ use super::thrift::{corrupt, known, Bad, Kind, Walk, EMPTY, T_I32, T_STOP};
 
 /// `PageHeader.compressed_page_size` (parquet.thrift id): the bytes of the page after its header.
 const FIELD_COMPRESSED_SIZE: i16 = 3;
+/// `PageHeader.crc`: the CRC32 of those bytes, as a signed i32.
+pub(super) const FIELD_CRC: i16 = 4;
 /// Bytes read for a header at first; a header longer than that is read again with a larger
 /// window (headers carry a few numbers and, at most, a page's min/max statistics).
 const FIRST_WINDOW: u64 = 256;
@@ -124,9 +127,17 @@ fn check_chunk<T: ReadAt>(src: &T, col: &ColumnChunkMetaData) -> Result<(), Stri
             };
             let mut w = Walk::new(&bytes, left as usize, bools);
             match w.page_header() {
-                Ok(data) => {
+                Ok(head) => {
                     bools = w.bools_left;
-                    at += w.at as u64 + data;
+                    let body = at + w.at as u64;
+                    if let Some(stored) = head.crc {
+                        // Unreadable bytes are left to the decoder, which says so.
+                        let Some(page) = src.read_at(body, head.data as usize) else {
+                            return Ok(());
+                        };
+                        verify_crc(&page, stored, at)?;
+                    }
+                    at = body + head.data;
                     break;
                 }
                 Err(Bad::Short) if window < left => window = (window * 4).min(left),
@@ -142,35 +153,75 @@ fn check_chunk<T: ReadAt>(src: &T, col: &ColumnChunkMetaData) -> Result<(), Stri
     Ok(())
 }
 
+/// One page header as the walk read it: its top-level fields, and what the page after it holds.
+pub(super) struct PageHead {
+    /// (field id, type code, the value's bytes in the walked window), in file order; a
+    /// boolean's value is in its type code and has no bytes.
+    pub(super) fields: Vec<(i16, u8, Range<usize>)>,
+    /// The page's bytes after the header.
+    pub(super) data: u64,
+    /// The page's CRC32 as written (`PageHeader.crc`), if any.
+    pub(super) crc: Option<i32>,
+}
+
 impl Walk<'_> {
-    /// A `PageHeader`; the bytes of its page that follow it.
-    fn page_header(&mut self) -> Result<u64, Bad> {
-        let (mut last, mut data) = (0, None);
+    /// A `PageHeader`, with the fields kept so that [`super::checksum`] can write it again.
+    pub(super) fn page_header(&mut self) -> Result<PageHead, Bad> {
+        let (mut last, mut data, mut crc) = (0, None, None);
+        let mut fields = Vec::new();
         loop {
             let (id, ty) = self.field(last)?;
             if ty == T_STOP {
                 break;
             }
+            let from = self.at;
             match known(PAGE_HEADER, id) {
-                Some(_) if id == FIELD_COMPRESSED_SIZE => {
+                Some(_) if id == FIELD_COMPRESSED_SIZE || id == FIELD_CRC => {
                     if ty != T_I32 {
-                        return corrupt(format!("the page size is written as type code {ty}"));
+                        let what = if id == FIELD_CRC {
+                            "checksum"
+                        } else {
+                            "page size"
+                        };
+                        return corrupt(format!("the {what} is written as type code {ty}"));
                     }
-                    data = Some(self.zigzag()? as i32);
+                    let v = Some(self.zigzag()? as i32);
+                    if id == FIELD_CRC {
+                        crc = v;
+                    } else {
+                        data = v;
+                    }
                 }
                 Some(kind) => self.value(kind, ty, 1)?,
                 None => self.skip(ty, 1)?,
             }
+            fields.push((id, ty, from..self.at));
             last = id;
         }
         match data.map(u64::try_from) {
             // The page's bytes are not read here: only that they fit in the chunk.
-            Some(Ok(n)) if n <= self.remaining() => Ok(n),
+            Some(Ok(n)) if n <= self.remaining() => Ok(PageHead {
+                fields,
+                data: n,
+                crc,
+            }),
             Some(Ok(n)) => corrupt(format!("its page of {n} bytes runs past the column chunk")),
             Some(Err(_)) => corrupt("the page size is negative"),
             None => corrupt("the header gives no page size"),
         }
     }
+}
+
+/// Refuse page `bytes` (at byte `at`) whose CRC32 is not the `stored` one.
+pub(super) fn verify_crc(bytes: &[u8], stored: i32, at: u64) -> Result<(), String> {
+    let computed = crc32fast::hash(bytes);
+    if computed == stored as u32 {
+        return Ok(());
+    }
+    Err(format!(
+        "the page at byte {at} fails its CRC32 checksum (stored {:08x}, computed {computed:08x}): the file is damaged; copy or write it again",
+        stored as u32
+    ))
 }
 
 #[cfg(test)]

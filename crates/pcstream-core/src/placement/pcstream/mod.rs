@@ -358,6 +358,13 @@ impl Placement for PcStream {
                 t.format
             )));
         }
+        if !params::TABLE_POLICIES.contains(&t.policy.as_str()) {
+            return Err(SimError::BadParam(format!(
+                "PC-stream table: policy '{}' writes no PC table (only {} do)",
+                t.policy,
+                params::TABLE_POLICIES.join(" and ")
+            )));
+        }
         self.table.clear();
         for mut e in t.pcs {
             if (e.stream as u32) >= self.p.host_streams {

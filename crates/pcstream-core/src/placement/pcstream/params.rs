@@ -7,6 +7,10 @@ use crate::error::SimError;
 use crate::placement::lifetime_class::CLASS_RATIO;
 use crate::placement::PolicyCtx;
 
+/// The policies of this module, the ones that write and read a persistent PC table: the full
+/// policy, then the one without GC substreams (their registry names).
+pub(crate) const TABLE_POLICIES: [&str; 2] = ["pcstream", "pcstream-star"];
+
 /// Default `n_min`: completed lifetimes a PC needs before it is clustered (our choice: enough
 /// for a mean on the log2 scale, few enough that a PC leaves stream 0 early in a run).
 const DEFAULT_N_MIN: u64 = 16;
@@ -161,7 +165,11 @@ impl Params {
             SubstreamParams::none()
         };
         Ok(Params {
-            name: if full { "pcstream" } else { "pcstream-star" },
+            name: if full {
+                TABLE_POLICIES[0]
+            } else {
+                TABLE_POLICIES[1]
+            },
             host_streams: ctx.host_streams,
             n_min,
             period,
