@@ -604,6 +604,7 @@ fn a_table_file_is_read_by_its_type_and_up_to_its_limit() {
         std::fs::metadata(&big).unwrap().len(),
         PC_TABLE_MAX_BYTES + 1
     );
+}
 
 /// Every page of a trace we write carries its CRC32, and the readers check it: a byte flipped
 /// inside any column's last page is an error naming the file, the row group and the column, for
