@@ -548,12 +548,15 @@ int on_sys_exit(struct trace_event_raw_sys_exit *ctx)
 {
     __u64 id = bpf_get_current_pid_tgid();
     __u32 tid = (__u32)id, tgid = (__u32)(id >> 32);
+    __u32 state = follow_state(tgid); /* first: every process of the machine passes here */
+    if (!state)
+        return 0;
     if (bpf_map_lookup_elem(&mmap_exec, &tid)) { /* new code mapped: its table is sent again */
         bpf_map_delete_elem(&mmap_exec, &tid);
         bpf_map_delete_elem(&maps_sent, &tgid);
         return 0;
     }
-    if (follow_state((__u32)(bpf_get_current_pid_tgid() >> 32)) != PCSYS_FOLLOW)
+    if (state != PCSYS_FOLLOW)
         return 0;
     return on_exit(ctx);
 }

@@ -406,6 +406,37 @@ static void signature(struct image *im, const struct pcsys_event *e, struct pcsh
     txt(im, line, at);
 }
 
+/* call_record for requests submitted to io_uring or io_submit: written or synced later, recorded
+ * at submission as the shim records io_submit. */
+static void async_record(const struct pcsys_event *e, struct pcshim_record *r)
+{
+    switch (e->kind) {
+    case PCSYS_URING_WRITE:
+        r->op = PCSHIM_OP_WRITE;
+        r->fd = (e->flags & PCSYS_F_FIXED) ? -1 : (int32_t)e->arg[2];
+        r->offset = e->off == UINT64_MAX ? e->file.pos : e->off;
+        r->len = e->arg[0];
+        r->flags = PCSHIM_VIA_URING;
+        break;
+    case PCSYS_URING_FSYNC:
+        r->op = e->arg[0] ? PCSHIM_OP_FDATASYNC : PCSHIM_OP_FSYNC;
+        r->fd = (e->flags & PCSYS_F_FIXED) ? -1 : (int32_t)e->arg[2];
+        break;
+    case PCSYS_AIO_WRITE:
+        r->op = PCSHIM_OP_WRITE;
+        r->fd = (int32_t)e->arg[2];
+        r->offset = e->off;
+        r->len = e->arg[0];
+        r->flags = PCSHIM_VIA_AIO;
+        break;
+    case PCSYS_AIO_FSYNC:
+        r->op = e->arg[0] ? PCSHIM_OP_FDATASYNC : PCSHIM_OP_FSYNC;
+        r->fd = (int32_t)e->arg[2];
+        break;
+    default: break;
+    }
+}
+
 /* What a system-call event is as a record: op, fd, offset, len, flags. 0 when it is none. */
 static int call_record(const struct pcsys_event *e, struct pcshim_record *r)
 {
@@ -469,27 +500,9 @@ static int call_record(const struct pcsys_event *e, struct pcshim_record *r)
         r->flags = (uint32_t)e->off;
         break;
     case PCSYS_URING_WRITE:
-        r->op = PCSHIM_OP_WRITE;
-        r->fd = (e->flags & PCSYS_F_FIXED) ? -1 : (int32_t)e->arg[2];
-        r->offset = e->off == UINT64_MAX ? e->file.pos : e->off;
-        r->len = e->arg[0];
-        r->flags = PCSHIM_VIA_URING;
-        break;
-    case PCSYS_AIO_WRITE:
-        r->op = PCSHIM_OP_WRITE;
-        r->fd = (int32_t)e->arg[2];
-        r->offset = e->off;
-        r->len = e->arg[0];
-        r->flags = PCSHIM_VIA_AIO;
-        break;
-    case PCSYS_AIO_FSYNC:
-        r->op = e->arg[0] ? PCSHIM_OP_FDATASYNC : PCSHIM_OP_FSYNC;
-        r->fd = (int32_t)e->arg[2];
-        break;
     case PCSYS_URING_FSYNC:
-        r->op = e->arg[0] ? PCSHIM_OP_FDATASYNC : PCSHIM_OP_FSYNC;
-        r->fd = (e->flags & PCSYS_F_FIXED) ? -1 : (int32_t)e->arg[2];
-        break;
+    case PCSYS_AIO_WRITE:
+    case PCSYS_AIO_FSYNC: async_record(e, r); break;
     default: return 0;
     }
     /* O_DIRECT as the description has it at the call (set by open or by fcntl F_SETFL), as the
