@@ -12,7 +12,8 @@ use crate::placement::cluster::{
 type Known = Vec<(f64, u64, usize)>;
 
 impl PcStream {
-    /// Re-cluster every PC with at least `n_min` lifetimes into streams 1..N−1.
+    /// Re-cluster every PC with at least `n_min` lifetimes into streams 1..N−1 (with
+    /// `merge=fit_first`, while they fit, each to a stream of its own: `fit.rs`).
     pub(super) fn recluster(&mut self, now: u64) {
         self.reclusterings += 1;
         self.joined.clear();
@@ -22,6 +23,15 @@ impl PcStream {
             return;
         }
         let known = self.known();
+        self.own_streams = self.fits(known.len());
+        if self.own_streams {
+            self.assign_own_streams(&known);
+            if self.p.substreams == Substreams::HighVariance {
+                self.choose_substreamed(false);
+            }
+            self.end_period();
+            return;
+        }
         let x: Vec<f64> = known.iter().map(|k| k.0).collect();
         let k = (self.p.host_streams - 1) as usize;
         let c = if self.p.agglomerative {
