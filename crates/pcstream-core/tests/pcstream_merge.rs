@@ -118,7 +118,7 @@ const MIN_GAIN: &[(&str, &str)] = &[("merge", "min_gain")];
 
 #[test]
 fn fit_first_gives_each_of_up_to_n_minus_1_pcs_a_stream_of_its_own() {
-    for n in 1..STREAMS as u64 {
+    for n in 2..STREAMS as u64 {
         let pcs = pcs(n);
         let mut s = streams_after_learning(&pcs, &[]);
         s.sort_unstable();
@@ -130,6 +130,16 @@ fn fit_first_gives_each_of_up_to_n_minus_1_pcs_a_stream_of_its_own() {
     let s = streams_after_learning(&pcs(7), MIN_GAIN);
     assert_eq!(s[0], s[1], "min_gain merges PCs 1 and 2: {s:?}");
     assert_eq!(streams_after_learning(&pcs(1), MIN_GAIN), vec![0]);
+}
+
+#[test]
+fn one_known_pc_shares_stream_0_only_with_data_like_its_own() {
+    // Stream 0 holds nothing but the PC's own early pages: it shares stream 0, under either
+    // rule (a stream of its own would only hold a second unit open).
+    assert_eq!(streams_after_learning(&pcs(1), &[]), vec![0]);
+    // PC 0's data live 256× longer: a stream of its own.
+    let with_pc0 = [(0, 262_144.0), (1, 1024.0)];
+    assert_eq!(streams_after_learning(&with_pc0, &[])[1], 1);
 }
 
 #[test]

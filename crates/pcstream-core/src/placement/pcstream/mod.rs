@@ -37,7 +37,7 @@ mod substreams;
 mod table;
 
 use hazard::AgeHazard;
-use params::{Merge, Params, CHECKS_PER_PERIOD};
+use params::{Params, CHECKS_PER_PERIOD};
 use substream_slots::SubstreamSlots;
 use substreams::Substreams;
 use table::{PcEntry, PcTable, SavedTable, TABLE_FORMAT};
@@ -80,8 +80,8 @@ pub struct PcStream {
     /// `high_variance`: which host streams currently send GC copies to a substream slot, and
     /// where each victim's copies go.
     sub: SubstreamSlots,
-    /// `merge=fit_first`: the last reclustering gave each known PC a stream of its own (before
-    /// the first: none is known, so they fit).
+    /// `merge=fit_first`: the last reclustering gave each known PC a stream of its own. Not
+    /// before the first: the first PC known waits in stream 0 for it, as under `min_gain`.
     own_streams: bool,
     /// While `own_streams`: which host streams a PC holds (stream 0 always counts as held).
     owned: Vec<bool>,
@@ -120,7 +120,7 @@ impl PcStream {
             table: PcTable::new(p.max_pcs),
             centroids: Vec::new(),
             sub: SubstreamSlots::new(streams, hv_slots, p.generations),
-            own_streams: p.merge == Merge::FitFirst,
+            own_streams: false,
             owned: (0..streams).map(|s| s == 0).collect(),
             next_free: 1,
             req_entry: None,
