@@ -83,6 +83,8 @@ pub struct PcStream {
     /// `merge=fit_first`: the last reclustering gave each known PC a stream of its own. Not
     /// before the first: the first PC known waits in stream 0 for it, as under `min_gain`.
     own_streams: bool,
+    /// PCs with `n_min` lifetimes at the last reclustering.
+    known_last: usize,
     /// While `own_streams`: which host streams a PC holds (stream 0 always counts as held).
     owned: Vec<bool>,
     /// `pc_assign=first_come`: the next stream a PC takes.
@@ -121,6 +123,7 @@ impl PcStream {
             centroids: Vec::new(),
             sub: SubstreamSlots::new(streams, hv_slots, p.generations),
             own_streams: false,
+            known_last: 0,
             owned: (0..streams).map(|s| s == 0).collect(),
             next_free: 1,
             req_entry: None,
@@ -260,14 +263,16 @@ impl PcStream {
         if let Some(i) = self.table.get(sig) {
             let e = &mut self.table.pcs[i];
             e.add_lifetime(l, lg);
-            // With a stream each, a newly known PC takes a free one at its next write.
+            // With a stream each, a newly known PC takes a free one at its next write. Else
+            // it reclusters soon if it is far from every cluster while streams are free, or if
+            // with it the known PCs would fit (`fit_first`: one PC shared stream 0 until now).
             if e.n == self.p.n_min
                 && !e.clustered
                 && self.p.first_come.is_none()
                 && !self.own_streams
             {
                 let m = e.mean().max(1.0);
-                if self.fits_no_cluster(m) {
+                if self.fits_no_cluster(m) || self.fits(self.known_last + 1) {
                     self.recluster_soon = true;
                 }
             }

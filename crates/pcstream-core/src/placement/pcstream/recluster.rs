@@ -23,6 +23,7 @@ impl PcStream {
             return;
         }
         let known = self.known();
+        self.known_last = known.len();
         self.own_streams = self.fits(known.len()) && !self.lone_pc_like_zero(&known);
         if self.own_streams {
             self.assign_own_streams(&known);
