@@ -1,6 +1,7 @@
-//! `pcstream`'s `merge` rule: with `fit_first` (the default) each PC with `n_min` lifetimes has
+//! `pcstream`'s `merge` rule: with `fit_first` each PC with `n_min` lifetimes has
 //! a stream of its own while they fit in the streams beside stream 0, and keeps it; they are
-//! clustered only when they outnumber those streams. `min_gain` clusters (and merges) always.
+//! clustered only when they outnumber those streams. `min_gain` (the default) clusters (and
+//! merges) always.
 
 use pcstream_core::placement::pcstream::PcStream;
 use pcstream_core::placement::{
@@ -115,12 +116,13 @@ fn pcs(n: u64) -> Vec<(u64, f64)> {
 }
 
 const MIN_GAIN: &[(&str, &str)] = &[("merge", "min_gain")];
+const FIT_FIRST: &[(&str, &str)] = &[("merge", "fit_first")];
 
 #[test]
 fn fit_first_gives_each_of_up_to_n_minus_1_pcs_a_stream_of_its_own() {
     for n in 2..STREAMS as u64 {
         let pcs = pcs(n);
-        let mut s = streams_after_learning(&pcs, &[]);
+        let mut s = streams_after_learning(&pcs, FIT_FIRST);
         s.sort_unstable();
         let own: Vec<u8> = (1..=n as u8).collect();
         assert_eq!(s, own, "{n} PCs, each its own stream beside stream 0");
@@ -136,17 +138,17 @@ fn fit_first_gives_each_of_up_to_n_minus_1_pcs_a_stream_of_its_own() {
 fn one_known_pc_shares_stream_0_only_with_data_like_its_own() {
     // Stream 0 holds nothing but the PC's own early pages: it shares stream 0, under either
     // rule (a stream of its own would only hold a second unit open).
-    assert_eq!(streams_after_learning(&pcs(1), &[]), vec![0]);
+    assert_eq!(streams_after_learning(&pcs(1), FIT_FIRST), vec![0]);
     // PC 0's data live 256× longer: a stream of its own.
     let with_pc0 = [(0, 262_144.0), (1, 1024.0)];
-    assert_eq!(streams_after_learning(&with_pc0, &[])[1], 1);
+    assert_eq!(streams_after_learning(&with_pc0, FIT_FIRST)[1], 1);
 }
 
 #[test]
 fn fit_first_clusters_when_the_pcs_outnumber_the_streams() {
     for n in [STREAMS as u64, 12] {
         let pcs = pcs(n);
-        let s = streams_after_learning(&pcs, &[]);
+        let s = streams_after_learning(&pcs, FIT_FIRST);
         assert!(s.iter().all(|&s| (1..STREAMS as u8).contains(&s)), "{s:?}");
         let mut distinct = s.clone();
         distinct.dedup();
@@ -160,7 +162,7 @@ fn fit_first_clusters_when_the_pcs_outnumber_the_streams() {
 #[test]
 fn a_pc_keeps_its_stream_while_the_pcs_fit() {
     let long = [(1, 262_144.0), (2, 16_384.0)];
-    let mut f = Fed::new(&[]);
+    let mut f = Fed::new(FIT_FIRST);
     f.learn(&long);
     f.recluster();
     let before = f.streams(&long);
@@ -182,7 +184,7 @@ fn a_pc_keeps_its_stream_while_the_pcs_fit() {
 #[test]
 fn a_pc_beyond_the_free_streams_waits_in_stream_0_until_the_pcs_are_clustered() {
     let seven = pcs(7);
-    let mut f = Fed::new(&[]);
+    let mut f = Fed::new(FIT_FIRST);
     f.learn(&seven);
     f.recluster();
     // The eighth known PC finds no free stream: stream 0 until the next check clusters all.

@@ -1,15 +1,15 @@
 //! # pcstream-star / pcstream — program-context streams (two registry names)
 //!
 //! What it does: learns each program context's (PC's) mean data lifetime from overwrite/TRIM
-//! feedback; stream 0 holds PC 0 and the PCs with fewer than `n_min` lifetimes. While the other
-//! PCs number at most N−1, each has a host stream of its own and keeps it (`merge=fit_first`,
-//! the default); when they outnumber the streams, or always with `merge=min_gain`, it clusters
-//! them by log2 lifetime into streams 1..N−1 every `period` host pages (earlier when a new PC
-//! fits no cluster or a joined PC drifts). Adjacent clusters whose split says little share a
-//! stream; with `min_gain`, a lone cluster like stream 0's data shares stream 0.
-//! `pcstream-star` leaves GC copies in their stream; `pcstream` adds substreams for GC
-//! survivors (`substream_policy`: `high_variance`, `all`, `age`, `death`). The rules, their reasons and their measurements:
-//! docs/POLICIES.md ("How `pcstream` places writes" and the sections it points to).
+//! feedback; stream 0 holds PC 0 and the PCs with fewer than `n_min` lifetimes. With
+//! `merge=fit_first`, while the other PCs number at most N−1, each has a host stream of its own
+//! and keeps it; when they outnumber the streams, or always with `merge=min_gain` (the
+//! default), it clusters them by log2 lifetime into streams 1..N−1 every `period` host pages
+//! (earlier when a new PC fits no cluster or a joined PC drifts). Adjacent clusters whose split
+//! says little share a stream; with `min_gain`, a lone cluster like stream 0's data shares
+//! stream 0. `pcstream-star` leaves GC copies in their stream; `pcstream` adds substreams for GC
+//! survivors (`substream_policy`: `high_variance`, `all`, `age`, `death`). The rules, their
+//! reasons and their measurements: docs/POLICIES.md ("How `pcstream` places writes" and the sections it points to).
 //! Source: Kim et al., "PCStream: Automatic Stream Allocation Using Program Contexts",
 //! HotStorage'18, and "Fully Automatic Stream Management for Multi-Streamed SSDs Using Program
 //! Contexts", FAST'19.

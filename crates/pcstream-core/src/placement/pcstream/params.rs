@@ -61,10 +61,11 @@ const DEFAULT_HV_GENERATIONS: usize = 1;
 pub enum Merge {
     /// While the known PCs number no more than the streams beside stream 0, each has a stream
     /// of its own, kept across reclusterings; only when they outnumber those streams are they
-    /// clustered (and clusters merged as under `MinGain`). The papers' rule.
+    /// clustered (and clusters merged as under `MinGain`). The papers' rule; not the default:
+    /// see docs/POLICIES.md, "A stream per PC: measured".
     FitFirst,
     /// Always clustered, adjacent clusters whose split says little merged (`min_gain`), and a
-    /// lone cluster like stream 0's data in stream 0, even while streams are free.
+    /// lone cluster like stream 0's data in stream 0, even while streams are free (default).
     MinGain,
 }
 
@@ -168,7 +169,7 @@ impl Params {
         )?;
         let merge = ctx.choice(
             "merge",
-            "fit_first",
+            "min_gain",
             &[("fit_first", Merge::FitFirst), ("min_gain", Merge::MinGain)],
         )?;
         // `pcstream-star` takes these three as well, and has no use for them.
