@@ -881,10 +881,15 @@ fn per_pc_gives_each_pc_a_write_point_beyond_the_host_streams() {
 
 /// Drive `pcstream-star` with synthetic lifetimes: each PC in `pcs` writes 64 pages whose
 /// lifetimes are `base · 2^z`, z uniform in [−1.5, 1.5] (PC 0 too; an infinite `base`: written
-/// once, never dies), then one clustering; returns each PC's stream.
+/// once, never dies), then one clustering, with `merge=min_gain` (the rule that merges while
+/// streams are free; `tests/pcstream_merge.rs` has `fit_first`'s); returns each PC's stream.
 fn streams_after_learning(pcs: &[(u64, f64)], params: &[(&str, &str)]) -> Vec<u8> {
     use pcstream_core::placement::pcstream::PcStream;
-    let mut p = PcStream::new(&mut ctx(1 << 20, 8, params), false).unwrap();
+    let params: Vec<(&str, &str)> = [("merge", "min_gain")]
+        .into_iter()
+        .chain(params.iter().copied())
+        .collect();
+    let mut p = PcStream::new(&mut ctx(1 << 20, 8, &params), false).unwrap();
     let mut d = Driver { t: 1 << 30 };
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     for i in 0..64u64 {

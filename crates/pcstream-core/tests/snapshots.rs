@@ -106,3 +106,34 @@ fn every_policy_on_uniform_random_writes() {
     let logical = device(256, 32, 0.15, "greedy", "block", 8).logical_pages();
     snapshot_all("uniform", &uniform(3 * logical, logical, 12));
 }
+
+/// `merge=min_gain`, the rule before `fit_first`: its snapshots were made equal, but for the
+/// redacted `params`, to the `pcstream` and `pcstream-star` snapshots of that time.
+#[test]
+fn pcstream_merge_min_gain_keeps_the_earlier_placement() {
+    let cfg = device(256, 32, 0.15, "greedy", "block", 8);
+    let logical = cfg.logical_pages();
+    let fixtures = [
+        ("mixed", mixed(logical, 4 * logical, 11)),
+        ("uniform", uniform(3 * logical, logical, 12)),
+    ];
+    for (fixture, reqs) in &fixtures {
+        for name in ["pcstream", "pcstream-star"] {
+            let mut o = SimOptions {
+                timing: true,
+                trace_name: (*fixture).into(),
+                ..opts(name, 0.5, logical)
+            };
+            o.params.insert("merge".into(), "min_gain".into());
+            let mut sim = Simulator::new(&cfg, o).expect("simulator");
+            sim.run_requests(reqs).expect("run");
+            let r = sim.finish();
+            insta::assert_json_snapshot!(format!("{fixture}__{name}__min_gain"), r, {
+                ".params" => "[params]",
+                ".wall_s" => "[wall]",
+                ".host_pages_per_s" => "[wall]",
+                ".page_ops_per_s" => "[wall]",
+            });
+        }
+    }
+}

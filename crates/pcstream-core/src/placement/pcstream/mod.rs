@@ -1,13 +1,15 @@
 //! # pcstream-star / pcstream — program-context streams (two registry names)
 //!
 //! What it does: learns each program context's (PC's) mean data lifetime from overwrite/TRIM
-//! feedback and clusters the PCs by log2 lifetime into host streams 1..N−1 every `period` host
-//! pages (earlier when a new PC fits no cluster or a joined PC drifts); stream 0 holds PC 0 and
-//! the PCs with fewer than `n_min` lifetimes. Adjacent clusters whose split says little share a
-//! stream; a lone cluster like stream 0's data shares stream 0. `pcstream-star` leaves GC copies
-//! in their stream; `pcstream` adds substreams for GC survivors (`substream_policy`:
-//! `high_variance`, `all`, `age`, `death`). The rules, their reasons and their measurements:
-//! docs/POLICIES.md ("How `pcstream` places writes" and the sections it points to).
+//! feedback; stream 0 holds PC 0 and the PCs with fewer than `n_min` lifetimes. With
+//! `merge=fit_first`, while the other PCs number at most N−1, each has a host stream of its own
+//! and keeps it; when they outnumber the streams, or always with `merge=min_gain` (the
+//! default), it clusters them by log2 lifetime into streams 1..N−1 every `period` host pages
+//! (earlier when a new PC fits no cluster or a joined PC drifts). Adjacent clusters whose split
+//! says little share a stream; with `min_gain`, a lone cluster like stream 0's data shares
+//! stream 0. `pcstream-star` leaves GC copies in their stream; `pcstream` adds substreams for GC
+//! survivors (`substream_policy`: `high_variance`, `all`, `age`, `death`). The rules, their
+//! reasons and their measurements: docs/POLICIES.md ("How `pcstream` places writes" and the sections it points to).
 //! Source: Kim et al., "PCStream: Automatic Stream Allocation Using Program Contexts",
 //! HotStorage'18, and "Fully Automatic Stream Management for Multi-Streamed SSDs Using Program
 //! Contexts", FAST'19.
@@ -21,11 +23,12 @@
 //! weight of their PC's cluster when clusters are merged; PC 0 (unknown context) always goes to
 //! stream 0.
 //!
-//! Files: `params.rs` (parameters), `table.rs` (PC statistics, the bounded and persistent
-//! table), `recluster.rs` (the clustering), `substreams.rs` (the substream modes),
-//! `substream_slots.rs` (slots and where survivors go), `hazard.rs` (death rates of young and
-//! old pages, `hv_test=hazard`).
+//! Files: `params.rs` (parameters), `fit.rs` (a stream per PC while they fit), `table.rs` (PC
+//! statistics, the bounded and persistent table), `recluster.rs` (the clustering),
+//! `substreams.rs` (the substream modes), `substream_slots.rs` (slots and where survivors go),
+//! `hazard.rs` (death rates of young and old pages, `hv_test=hazard`).
 
+mod fit;
 mod hazard;
 mod params;
 mod recluster;
@@ -77,6 +80,13 @@ pub struct PcStream {
     /// `high_variance`: which host streams currently send GC copies to a substream slot, and
     /// where each victim's copies go.
     sub: SubstreamSlots,
+    /// `merge=fit_first`: the last reclustering gave each known PC a stream of its own. Not
+    /// before the first: the first PC known waits in stream 0 for it, as under `min_gain`.
+    own_streams: bool,
+    /// PCs with `n_min` lifetimes at the last reclustering.
+    known_last: usize,
+    /// While `own_streams`: which host streams a PC holds (stream 0 always counts as held).
+    owned: Vec<bool>,
     /// `pc_assign=first_come`: the next stream a PC takes.
     next_free: u8,
     /// Table entry of the current request's PC (looked up once in `on_request`).
@@ -112,6 +122,9 @@ impl PcStream {
             table: PcTable::new(p.max_pcs),
             centroids: Vec::new(),
             sub: SubstreamSlots::new(streams, hv_slots, p.generations),
+            own_streams: false,
+            known_last: 0,
+            owned: (0..streams).map(|s| s == 0).collect(),
             next_free: 1,
             req_entry: None,
             reclusterings: 0,
@@ -211,7 +224,11 @@ impl PcStream {
             return StreamId(0);
         }
         if !e.clustered {
-            self.join_nearest(i);
+            if self.own_streams {
+                self.take_free_stream(i);
+            } else {
+                self.join_nearest(i);
+            }
         }
         StreamId(self.table.pcs[i].stream)
     }
@@ -246,9 +263,16 @@ impl PcStream {
         if let Some(i) = self.table.get(sig) {
             let e = &mut self.table.pcs[i];
             e.add_lifetime(l, lg);
-            if e.n == self.p.n_min && !e.clustered && self.p.first_come.is_none() {
+            // With a stream each, a newly known PC takes a free one at its next write. Else
+            // it reclusters soon if it is far from every cluster while streams are free, or if
+            // with it the known PCs would fit (`fit_first`: one PC shared stream 0 until now).
+            if e.n == self.p.n_min
+                && !e.clustered
+                && self.p.first_come.is_none()
+                && !self.own_streams
+            {
                 let m = e.mean().max(1.0);
-                if self.fits_no_cluster(m) {
+                if self.fits_no_cluster(m) || self.fits(self.known_last + 1) {
                     self.recluster_soon = true;
                 }
             }
@@ -370,6 +394,8 @@ impl Placement for PcStream {
             if (e.stream as u32) >= self.p.host_streams {
                 e.stream = 0;
             }
+            // `merge=fit_first` keeps the saved streams where the PCs still fit.
+            e.clustered = e.stream != 0;
             let i = self.table.entry(e.sig);
             let writes = self.table.pcs[i].writes;
             self.table.pcs[i] = PcEntry { writes, ..e };

@@ -60,6 +60,19 @@ const DEFAULT_HV_MIN_UNITS: f64 = 2.0;
 /// measured, not kept: docs/POLICIES.md).
 const DEFAULT_HV_GENERATIONS: usize = 1;
 
+/// `merge`: when PCs share a stream.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Merge {
+    /// While the known PCs number no more than the streams beside stream 0, each has a stream
+    /// of its own, kept across reclusterings; only when they outnumber those streams are they
+    /// clustered (and clusters merged as under `MinGain`). The papers' rule; not the default:
+    /// see docs/POLICIES.md, "A stream per PC: measured".
+    FitFirst,
+    /// Always clustered, adjacent clusters whose split says little merged (`min_gain`), and a
+    /// lone cluster like stream 0's data in stream 0, even while streams are free (default).
+    MinGain,
+}
+
 /// Everything fixed when the policy is built.
 pub struct Params {
     /// Registry name: `pcstream` (substreams) or `pcstream-star`.
@@ -103,6 +116,7 @@ pub struct Params {
     /// `merge_weight=pages`: clusters are merged with each PC weighing by its pages written
     /// (else by its completed lifetimes).
     pub weigh_by_pages: bool,
+    pub merge: Merge,
 }
 
 /// The `pcstream`-only parameters (`pcstream-star` has no substreams).
@@ -157,6 +171,11 @@ impl Params {
             "pages",
             &[("pages", true), ("lifetimes", false)],
         )?;
+        let merge = ctx.choice(
+            "merge",
+            "min_gain",
+            &[("fit_first", Merge::FitFirst), ("min_gain", Merge::MinGain)],
+        )?;
         // `pcstream-star` takes these three as well, and has no use for them.
         let (hv_min_units, class_base, class_ratio) = shared_substream_params(ctx)?;
         let sub = if full {
@@ -192,6 +211,7 @@ impl Params {
             class_ratio,
             hv_min_copies: hv_min_units * ctx.unit_pages as f64,
             weigh_by_pages,
+            merge,
         })
     }
 }
