@@ -184,11 +184,7 @@ impl Params {
             SubstreamParams::none()
         };
         Ok(Params {
-            name: if full {
-                TABLE_POLICIES[0]
-            } else {
-                TABLE_POLICIES[1]
-            },
+            name: TABLE_POLICIES[usize::from(!full)], // pcstream, pcstream-star
             host_streams: ctx.host_streams,
             n_min,
             period,
