@@ -281,6 +281,21 @@ static __always_inline void send_ustack(struct pcsys_event *e)
 }
 
 /* take_stack for a bpf_loop callback, which has no program context: the current task's stack. */
+/* Frames the kernel gave as raw addresses (a module without a build id, or whose note it could not
+ * read at that moment) are resolved by the loader through the process's mappings: they are sent
+ * now, as the process may have ended when the event is read. */
+static __always_inline void maps_for_raw_frames(struct pcsys_event *e)
+{
+    for (int i = 0; i < PCSYS_MAX_FRAMES; i++) {
+        if (i >= e->nframes)
+            return;
+        if (e->frames[i].status == PCSYS_FRAME_IP) {
+            send_maps(e->ts_ns);
+            return;
+        }
+    }
+}
+
 static __always_inline void take_task_stack(struct pcsys_event *e)
 {
     __u32 want = stack_frames;
@@ -291,6 +306,8 @@ static __always_inline void take_task_stack(struct pcsys_event *e)
     e->nframes = n > 0 ? (int)(n / sizeof(struct pcsys_frame)) : 0;
     if ((__u32)e->nframes < want)
         send_ustack(e);
+    else
+        maps_for_raw_frames(e);
 }
 
 static __always_inline void take_stack(void *ctx, struct pcsys_event *e)
@@ -305,6 +322,8 @@ static __always_inline void take_stack(void *ctx, struct pcsys_event *e)
      * microseconds per call, is then not needed. */
     if ((__u32)e->nframes < want)
         send_ustack(e);
+    else
+        maps_for_raw_frames(e);
 }
 
 static __always_inline void user_path(struct pcsys_event *e, int slot, __u64 uptr)

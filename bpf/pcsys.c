@@ -216,7 +216,7 @@ static int on_event(void *ctx, void *data, size_t size)
         unwind_keep(e); /* until its stack, the next record of its thread */
         return 0;
     }
-    if (out_event(e)) {
+    if (unwind_emit(e)) {
         __u32 pid = e->pid, quiet = PCSYS_QUIET;
         bpf_map_update_elem(g_procs_fd, &pid, &quiet, BPF_EXIST);
     }

@@ -44,6 +44,10 @@ void unwind_keep(const struct pcsys_event *e);
 const struct pcsys_event *unwind_take(const void *data, size_t size);
 /* Send every event still held (the end of the run) to out_event as it is. */
 void unwind_drain(void);
+/* out_event of `e` with its raw-address frames turned into (build id, offset) through its
+ * process's latest PCSYS_MAPS record, where the module has a build id (the kernel could not read
+ * the note, or the frames came from the unwinding). */
+int unwind_emit(const struct pcsys_event *e);
 /* Forget process `pid`'s modules (it exec'd or ended). */
 void unwind_forget(uint32_t pid);
 /* A PCSYS_MAPS record: process `m->pid`'s modules from now on. */

@@ -80,11 +80,11 @@ void unwind_keep(const struct pcsys_event *e)
 {
     struct held *h = held_slot(e->tid, 1);
     if (!h) { /* a thousand threads waiting at once: this one keeps the kernel's frames */
-        out_event(e);
+        unwind_emit(e);
         return;
     }
     if (h->used) /* its stack never came (cannot happen: the BPF program sends it before) */
-        out_event(&h->e);
+        unwind_emit(&h->e);
     h->e = *e;
     h->e.flags &= ~(uint32_t)PCSYS_F_USTACK;
     h->used = 1;
@@ -371,6 +371,18 @@ static void set_frame(struct pcsys_event *out, int i, const struct proc *p, uint
     }
 }
 
+int unwind_emit(const struct pcsys_event *e)
+{
+    static struct pcsys_event copy; /* `e` may be the ring's record, which is read-only */
+    copy = *e;
+    const struct proc *p = proc_of(copy.pid);
+    int nf = copy.nframes < PCSYS_MAX_FRAMES ? copy.nframes : PCSYS_MAX_FRAMES;
+    for (int i = 0; p && i < nf; i++)
+        if (copy.frames[i].status == PCSYS_FRAME_IP)
+            set_frame(&copy, i, p, copy.frames[i].addr);
+    return out_event(&copy);
+}
+
 const struct pcsys_event *unwind_take(const void *data, size_t size)
 {
     static struct pcsys_event out;
@@ -404,6 +416,6 @@ void unwind_drain(void)
     for (unsigned i = 0; i < HELD_SLOTS; i++)
         if (g_held[i].used) {
             g_held[i].used = 0;
-            out_event(&g_held[i].e);
+            unwind_emit(&g_held[i].e);
         }
 }

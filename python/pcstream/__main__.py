@@ -11,9 +11,26 @@ import sys
 
 def main() -> None:
     """Console-script entry point (``pcstream``)."""
-    try:
-        from pcstream.cli import main as cli_main
+    # A Ctrl-C that lands in a callback Python runs during the import (a module lock's weakref
+    # callback) would only be printed as "Exception ignored" and the import would go on: it is
+    # kept and acted on once the import is done.
+    ignored: list[BaseException] = []
+    default_hook = sys.unraisablehook
 
+    def keep_interrupt(arg: "sys.UnraisableHookArgs") -> None:
+        if arg.exc_type is not None and issubclass(arg.exc_type, KeyboardInterrupt):
+            ignored.append(KeyboardInterrupt())
+        else:
+            default_hook(arg)
+
+    try:
+        sys.unraisablehook = keep_interrupt
+        try:
+            from pcstream.cli import main as cli_main
+        finally:
+            sys.unraisablehook = default_hook
+        if ignored:
+            raise ignored[0]
         cli_main()
     except KeyboardInterrupt:
         # Only a Ctrl-C before the CLI's handler (or after it let go) arrives here.

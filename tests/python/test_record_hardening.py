@@ -255,6 +255,36 @@ def test_ctrl_c_while_the_command_line_is_imported_is_one_line_and_130() -> None
     assert (proc.returncode, proc.stderr) == (128 + signal.SIGINT, "pcstream: error: interrupted\n")
 
 
+# The same SIGINT landing in a callback Python runs during the import (as a module lock's weakref
+# callback can): Python would print it as "Exception ignored" and go on importing.
+INTERRUPTED_CALLBACK = """
+import sys
+from importlib.abc import MetaPathFinder
+
+class Raises:
+    def __del__(self):
+        raise KeyboardInterrupt
+
+class Interrupt(MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pcstream.cli":
+            Raises()
+        return None
+
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["pcstream", "record", "--", "true"]
+from pcstream.__main__ import main
+main()
+"""
+
+
+def test_ctrl_c_in_a_callback_during_the_import_is_one_line_and_130(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", INTERRUPTED_CALLBACK], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert (proc.returncode, proc.stderr) == (128 + signal.SIGINT, "pcstream: error: interrupted\n")
+
+
 def test_ctrl_c_in_the_first_quarter_second_is_one_line_and_130(tmp_path: Path) -> None:
     """SIGINT in the first 0.25 s of `pcstream record` (importing the command line, checking, or
     running the program, which gets it): status 130, at most one line of pcstream's own, never
