@@ -71,7 +71,7 @@ browser: ## Install Chromium (apt package chromium) if missing: the report test 
 test-python: install browser ## Python: ruff lint and format check, pytest
 	$(BIN)/ruff check python tests
 	$(BIN)/ruff format --check python tests
-	$(BIN)/pytest -q tests/python
+	$(BIN)/pytest -q --durations=25 tests/python
 
 bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench, every policy's cost per write, compare on the suite, record and live hints per write
 	$(CARGO) bench -p pcstream-trace --bench engine
