@@ -189,6 +189,31 @@ fn seq_is_exactly_sequential() {
 }
 
 #[test]
+fn a_footprint_of_one_request_slot_is_valid_except_for_hotcold() {
+    // One page, one-page requests: a single slot, which every kind but hotcold can use.
+    let p = GenParams {
+        capacity_pages: 1,
+        writes: 2,
+        ..Default::default()
+    };
+    for kind in ["uniform", "zipf", "pareto", "normal", "seq"] {
+        let (rows, _) = rows(kind, &p);
+        let lpns: Vec<u64> = rows
+            .iter()
+            .filter(|r| r.op == Op::Write as u8)
+            .map(|r| r.lpn)
+            .collect();
+        assert_eq!(lpns, vec![0, 0], "{kind}");
+    }
+    let e = generate("hotcold", &p, &mut |_| Ok(())).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("hotcold needs at least 2 request slots"),
+        "{e}"
+    );
+}
+
+#[test]
 fn unknown_kind_and_bad_params() {
     let e = generate("zipfian", &GenParams::default(), &mut |_| Ok(()))
         .unwrap_err()

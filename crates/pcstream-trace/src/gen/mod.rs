@@ -369,7 +369,13 @@ impl<'a> Lpns<'a> {
             slots,
             zipf,
             normal,
-            hot: ((slots as f64 * p.hot_fraction).round() as u64).clamp(1, slots - 1),
+            // Only hotcold has hot slots (it needs two slots, checked above); one slot is a
+            // valid footprint for every other kind.
+            hot: if kind == "hotcold" {
+                ((slots as f64 * p.hot_fraction).round() as u64).clamp(1, slots - 1)
+            } else {
+                0
+            },
             pareto_mass: 1.0 - (slots as f64 + 1.0).powf(-p.alpha),
             seq: 0,
         })
