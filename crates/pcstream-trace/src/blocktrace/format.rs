@@ -70,6 +70,17 @@ pub(crate) fn row_fields_error(
     }
 }
 
+/// The footer `pairs`, without the PC table unless `pcs`: for readers of the rows alone.
+pub(crate) fn without_pcs(
+    mut pairs: Vec<(String, Option<String>)>,
+    pcs: bool,
+) -> Vec<(String, Option<String>)> {
+    if !pcs {
+        pairs.retain(|(k, _)| k != KEY_PCS);
+    }
+    pairs
+}
+
 /// The `file_class` values a trace's rows may carry: 0 (unclassified: what every writer gives a
 /// row without a class) and the ids `pcstream.file_classes` names; any value when the footer has
 /// no such key (a file pcstream did not write names no classes, so none can be checked).

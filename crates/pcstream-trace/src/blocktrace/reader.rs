@@ -25,8 +25,8 @@ use parquet::file::reader::ChunkReader;
 use pcstream_core::request::{Op, Request};
 
 use super::format::{
-    row_fields_error, NamedClasses, TraceMeta, COLUMNS, KEY_AGED_PAGES, KEY_AGED_ROWS, MAX_HINT,
-    MAX_META, MAX_PAGES, REQUIRED,
+    row_fields_error, without_pcs, NamedClasses, TraceMeta, COLUMNS, KEY_AGED_PAGES, KEY_AGED_ROWS,
+    MAX_HINT, MAX_META, MAX_PAGES, REQUIRED,
 };
 use crate::error::{one_line, TraceError};
 use crate::guard::contain;
@@ -103,7 +103,15 @@ impl BlockTraceReader {
     pub fn open(path: &Path) -> Result<BlockTraceReader, TraceError> {
         let label = path.display().to_string();
         let b = builder(&label, open_input(path)?)?;
-        BlockTraceReader::from_builder(path, label, b)
+        BlockTraceReader::from_builder(path, label, b, true)
+    }
+
+    /// As [`open`](Self::open) for the rows alone: the footer's PC table is neither read nor
+    /// checked (parsing a large one takes longer than reading the rows), so `meta().pcs` is empty.
+    pub(crate) fn open_rows(path: &Path) -> Result<BlockTraceReader, TraceError> {
+        let label = path.display().to_string();
+        let b = builder(&label, open_input(path)?)?;
+        BlockTraceReader::from_builder(path, label, b, false)
     }
 
     /// As [`open`](Self::open), from the bytes of a whole Parquet file (`label` names it in
@@ -111,16 +119,17 @@ impl BlockTraceReader {
     /// no file to scan.
     pub fn from_bytes(label: &str, data: bytes::Bytes) -> Result<BlockTraceReader, TraceError> {
         let b = builder(label, data)?;
-        BlockTraceReader::from_builder(Path::new(label), label.to_string(), b)
+        BlockTraceReader::from_builder(Path::new(label), label.to_string(), b, true)
     }
 
     fn from_builder<T: ChunkReader + 'static>(
         path: &Path,
         label: String,
         b: ParquetRecordBatchReaderBuilder<T>,
+        pcs: bool,
     ) -> Result<BlockTraceReader, TraceError> {
         let md = b.metadata().clone();
-        let pairs = footer_pairs(&md);
+        let pairs = without_pcs(footer_pairs(&md), pcs);
         let meta = TraceMeta::from_pairs(&label, &pairs)?;
         let classes = NamedClasses::new(&pairs, &meta);
         let schema = b.schema().clone();
