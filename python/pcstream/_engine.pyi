@@ -49,6 +49,13 @@ def simulate(
 def info(trace: str) -> str:
     """JSON summary of a block trace."""
 
+def footer_values(trace: str) -> list[tuple[str, str]]:
+    """The footer's key-value pairs of the Parquet file ``trace``, in file order."""
+
+def pc_file_amounts(trace: str) -> list[tuple[int, int, int]]:
+    """(PC, file id, amount written) of every PC and file with writes: pages of a block trace's
+    writes by ``file``, bytes of a file-level trace's ``write`` rows by ``path``."""
+
 def gen(kind: str, out: str, params: dict[str, str]) -> str:
     """Write a synthetic block trace to ``out``; returns a JSON summary (path, kind, seed, rows,
     writes / trims / reads ``{requests, pages}``, capacity_pages, files)."""

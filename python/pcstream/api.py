@@ -131,6 +131,19 @@ def info(trace: str) -> Json:
     return _decode(engine().info(trace))
 
 
+def footer_values(trace: str) -> dict[str, str]:
+    """The footer's key-value pairs of a Parquet file (the last value of a key given twice), after
+    the trace readers' checks of the footer: an engine InputError when they fail."""
+    return {str(k): str(v) for k, v in engine().footer_values(trace)}
+
+
+def pc_file_amounts(trace: str) -> list[tuple[int, int, int]]:
+    """(PC, file id, amount written) of every PC and file of ``trace`` with writes: pages of a
+    block trace's writes by ``file``, bytes of a file-level trace's ``write`` rows by ``path``;
+    rows without a PC or a file are left out. Streams the trace."""
+    return [(int(pc), int(f), int(n)) for pc, f, n in engine().pc_file_amounts(trace)]
+
+
 def gen(kind: str, out: str, params: dict[str, str]) -> Json:
     """Write a synthetic block trace; returns {path, kind, seed, rows, writes, trims, reads,
     capacity_pages, files}, where writes, trims and reads are {requests, pages}."""

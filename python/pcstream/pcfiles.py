@@ -12,13 +12,12 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from pcstream import tracemeta
-from pcstream.errors import require_file
+from pcstream import api, tracemeta
+from pcstream.errors import InputError, engine_kind
 
 # Files shown per PC, and the share of its writes above which the first one is shown alone.
 MAX_FILES = 2
 ALONE_SHARE = 0.9
-WRITE_OP = 0  # block-trace op code of a write
 
 
 _EXTENSION = re.compile(r"(.+?)(\.[A-Za-z][A-Za-z0-9_]{0,7})")
@@ -60,48 +59,28 @@ def files_text(counts: Mapping[str, int]) -> str:
     return ", ".join(shown) + (", …" if len(ranked) > MAX_FILES else "")
 
 
-def files_by_pc(trace: str | Path) -> dict[str, Counter[str]]:
+def files_by_pc(trace: str | Path, footer: tracemeta.Footer | None = None) -> dict[str, Counter[str]]:
     """PC (decimal string) → path pattern → pages (block trace: ``pc``, ``file``, ``pages``,
     writes only, names from ``pcstream.files``) or bytes (file-level trace: ``pc``, ``path``,
     ``len`` of the ``write`` rows, names from ``pcstream.paths``). Rows without a PC or a file
-    are left out; a trace without these columns gives {}. Streams the file in batches."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    require_file(str(trace), "trace file")  # pyarrow would wait on a FIFO
-    pf = pq.ParquetFile(trace)
-    meta = pf.metadata.metadata or {}
-    names = set(pf.schema_arrow.names)
-    if {"pc", "file", "pages"} <= names:
-        file_col, size_col, table_key = "file", "pages", tracemeta.KEY_FILES
-    elif {"pc", "path", "len", "op"} <= names:
-        file_col, size_col, table_key = "path", "len", tracemeta.KEY_PATHS
-    else:
-        return {}
+    are left out. The engine streams the trace (:func:`pcstream.api.pc_file_amounts`).
+    ``footer``: the trace's footer when already read."""
+    meta = tracemeta.footer(trace) if footer is None else footer  # checks the file first
+    try:
+        amounts = api.pc_file_amounts(str(trace))
+    except Exception as exc:
+        if engine_kind(exc) is None:
+            raise
+        raise InputError(trace, str(exc)) from None
+    table_key = (
+        tracemeta.KEY_PATHS if tracemeta.get(meta, tracemeta.KEY_PATHS) is not None else tracemeta.KEY_FILES
+    )
     files = {str(k): str(v) for k, v in json.loads(tracemeta.get(meta, table_key) or "{}").items()}
     patterns: dict[str, str] = {}
     out: dict[str, Counter[str]] = {}
-    columns = ["pc", file_col, size_col] + (["op"] if "op" in names else [])
-    for batch in pf.iter_batches(columns=columns, batch_size=1 << 20):
-        table = pa.Table.from_batches([batch])
-        zero_pc, zero_file = pa.scalar(0, table["pc"].type), pa.scalar(0, table[file_col].type)
-        keep = pc.and_(pc.not_equal(table["pc"], zero_pc), pc.not_equal(table[file_col], zero_file))
-        if "op" in names:
-            write = "write" if file_col == "path" else WRITE_OP
-            op = table["op"]
-            if pa.types.is_dictionary(op.type):
-                op = op.cast(pa.string())
-            keep = pc.and_(keep, pc.equal(op, pa.scalar(write, op.type)))
-        table = table.filter(keep)
-        if table.num_rows == 0:
-            continue
-        grouped = table.group_by(["pc", file_col]).aggregate([(size_col, "sum")])
-        for sig, file_id, size in zip(
-            grouped["pc"].to_pylist(), grouped[file_col].to_pylist(), grouped[f"{size_col}_sum"].to_pylist()
-        ):
-            key = str(file_id)
-            if key not in patterns:
-                patterns[key] = path_pattern(files[key]) if key in files else f"file {key}"
-            out.setdefault(str(sig), Counter())[patterns[key]] += int(size)
+    for sig, file_id, size in amounts:
+        key = str(file_id)
+        if key not in patterns:
+            patterns[key] = path_pattern(files[key]) if key in files else f"file {key}"
+        out.setdefault(str(sig), Counter())[patterns[key]] += size
     return out

@@ -153,25 +153,45 @@ def _choose(
     return chosen, left
 
 
-def _frame_facts(frame: Frame) -> tuple[tuple[str, str], bool, bool]:
-    """A frame's (name key: module and symbol, or module and offset without a symbol; whether it
-    has a symbol; whether it is a frame of process or thread start-up: a start-up symbol, or an
-    unnamed frame of libc), read once per frame."""
+# A frame's name key: (module, True, symbol), or (module, False, offset) without a symbol. The
+# strings as read (no "s:" + symbol made per frame): their hashes are computed once.
+NameKey = tuple[str, bool, str]
+
+
+def _frame_facts(frame: Frame) -> tuple[NameKey, bool, bool]:
+    """A frame's (name key; whether it has a symbol; whether it is a frame of process or thread
+    start-up: a start-up symbol, or an unnamed frame of libc), read once per frame."""
     module = str(frame.get("module") or "")
     symbol = frame.get("symbol")
     if isinstance(symbol, str) and symbol:
-        return (module, "s:" + symbol), True, short_symbol(symbol) in _STARTUP_SYMBOLS
-    return (module, "o:" + _offset(frame)), False, os.path.basename(module).startswith(_RUNTIME_MODULES)
+        return (module, True, symbol), True, short_symbol(symbol) in _STARTUP_SYMBOLS
+    return (module, False, _offset(frame)), False, os.path.basename(module).startswith(_RUNTIME_MODULES)
 
 
-def _first_unique(sharing: Sequence[set[str]], rank: Sequence[tuple[int, int]]) -> int | None:
-    """The depth :func:`_choose` takes first when a frame of the PC is its alone (``sharing[d]``
-    holds only the PC): the best ranked such frame, then the innermost; None when there is none."""
+def _first_unique(sizes: Sequence[int], rank: Sequence[tuple[int, int]]) -> int | None:
+    """The depth :func:`_choose` takes first when a frame of the PC is its alone (``sizes[d]``:
+    the PCs sharing its frame at depth d, 1 when only the PC has it): the best ranked such frame,
+    then the innermost; None when there is none."""
     best: tuple[tuple[int, int], int] | None = None
-    for depth, share in enumerate(sharing):
-        if len(share) == 1 and (best is None or (rank[depth], depth) < best):
+    for depth, size in enumerate(sizes):
+        if size == 1 and (best is None or (rank[depth], depth) < best):
             best = (rank[depth], depth)
     return None if best is None else best[1]
+
+
+def _counts(paths: Iterable[Sequence[Any]]) -> tuple[dict[Any, int], list[dict[Any, int]]]:
+    """(frame key → how many PCs have that frame anywhere on their path, per depth: frame key →
+    how many have it at that depth); ``paths``: each PC's frames' keys. Counts, not the sets of
+    :func:`_index`: making a set per distinct frame took most of the labelling's time."""
+    on_path: dict[Any, int] = {}
+    at_depth: list[dict[Any, int]] = []
+    for path in paths:
+        at_depth.extend({} for _ in range(len(path) - len(at_depth)))
+        for key, level in zip(path, at_depth):
+            level[key] = level.get(key, 0) + 1
+        for key in set(path):  # a frame twice on one path (recursion) counts once
+            on_path[key] = on_path.get(key, 0) + 1
+    return on_path, at_depth
 
 
 def _index(keys: Mapping[str, Sequence[Any]]) -> tuple[dict[Any, set[str]], list[dict[Any, set[str]]]]:
@@ -207,18 +227,15 @@ class _Labeller:
 
     def __init__(self, framed: Mapping[str, list[Frame]]) -> None:
         self.framed = framed
-        self.facts: dict[str, list[tuple[tuple[str, str], bool, bool]]] = {}
-        self.named_on_path: defaultdict[Any, set[str]] = defaultdict(set)
-        self.named_at_depth: list[defaultdict[Any, set[str]]] = []
-        for sig, path in framed.items():  # one pass: each frame read once, indexed at once
-            facts = self.facts[sig] = [_frame_facts(f) for f in path]
-            self.named_at_depth.extend(defaultdict(set) for _ in range(len(facts) - len(self.named_at_depth)))
-            for fact, level in zip(facts, self.named_at_depth):
-                self.named_on_path[fact[0]].add(sig)
-                level[fact[0]].add(sig)
+        self.facts = {sig: [_frame_facts(f) for f in path] for sig, path in framed.items()}
+        self.keys = {sig: [fact[0] for fact in facts] for sig, facts in self.facts.items()}
+        # How many PCs share each frame: enough for a PC with a frame of its own (most PCs); the
+        # sets of the PCs sharing each frame are built only for a PC without one.
+        self.count_on_path, self.count_at_depth = _counts(self.keys.values())
+        self._named: tuple[dict[Any, set[str]], list[dict[Any, set[str]]]] | None = None
         self._exact: tuple[dict[Any, set[str]], list[dict[Any, set[str]]]] | None = None
         # Named frames on every PC's path (main, the event loop) give no context.
-        self.everywhere = {k for k, holders in self.named_on_path.items() if len(holders) == len(framed)}
+        self.everywhere = {k for k, n in self.count_on_path.items() if n == len(framed)}
         self.others = len(framed) - 1  # the PCs each framed PC is told apart from
 
     def options(self, sig: str) -> list[Option]:
@@ -231,13 +248,17 @@ class _Labeller:
         context = [d for d in named if facts[d][0] not in self.everywhere]
         outer = max(context or named or useful or [len(facts) - 1])
         found: list[Option] = []
+        keys = self.keys[sig]
         for on_path in (True, False):
-            sharing = self.sharing(sig, on_path, False)
-            unique = _first_unique(sharing, rank) if self.others else None
+            if on_path:
+                sizes = [self.count_on_path[k] for k in keys]
+            else:
+                sizes = [level[k] for level, k in zip(self.count_at_depth, keys)]
+            unique = _first_unique(sizes, rank) if self.others else None
             if unique is not None:  # what _choose finds in one step: a frame no other PC has there
                 found.append(((0, 1, *rank[unique]), (unique, outer), ()))
                 continue
-            depths, left = _choose(sharing, sig, None, self.others, rank)
+            depths, left = _choose(self.sharing(sig, on_path, False), sig, None, self.others, rank)
             exact: list[int] = []
             if left is None or left:  # the same names: a chosen frame's call site may be what differs
                 exact, left = _choose(self.sharing(sig, on_path, True), sig, left, self.others, rank)
@@ -249,17 +270,20 @@ class _Labeller:
 
     def sharing(self, sig: str, on_path: bool, exact: bool) -> list[set[str]]:
         """Per frame of ``sig``: the PCs with that frame (``exact``: at that call site) on their
-        path (``on_path``) or at that depth. The call-site indices are built when first needed:
-        names alone tell most PCs apart."""
+        path (``on_path``) or at that depth. The indices of these sets are built when first
+        needed: a frame of its own (the counts) tells most PCs apart, names alone most others."""
         if exact and self._exact is None:
             self._exact = _index({s: [_exact_key(f) for f in path] for s, path in self.framed.items()})
+        if not exact and self._named is None:
+            self._named = _index(self.keys)
         if exact:
             assert self._exact is not None
             on, at = self._exact
             keys = [_exact_key(f) for f in self.framed[sig]]
         else:
-            on, at = self.named_on_path, self.named_at_depth
-            keys = [f[0] for f in self.facts[sig]]
+            assert self._named is not None
+            on, at = self._named
+            keys = self.keys[sig]
         if on_path:
             return [on[k] for k in keys]
         return [at[d][k] for d, k in enumerate(keys)]
@@ -331,11 +355,11 @@ def _label_pcs(
     return {sig: PcLabel(sig, texts[sig], files_text(files.get(sig, {})) if files else "") for sig in wanted}
 
 
-def read_pcs(trace: str | Path) -> dict[str, list[dict[str, Any]]]:
+def read_pcs(trace: str | Path, footer: tracemeta.Footer | None = None) -> dict[str, list[dict[str, Any]]]:
     """The ``pcstream.pcs`` footer of a trace (signature → frames, innermost first); {} without it.
-    Raises InputError for a missing file or one that is not a regular file, OSError/ValueError for
-    an unreadable file or malformed JSON."""
-    raw = tracemeta.get(tracemeta.footer(trace), tracemeta.KEY_PCS)
+    ``footer``: the trace's footer when already read. Raises InputError for a missing file, one
+    that is not a regular file or not readable Parquet, ValueError for malformed JSON."""
+    raw = tracemeta.get(tracemeta.footer(trace) if footer is None else footer, tracemeta.KEY_PCS)
     if raw is None:
         return {}
     table = json.loads(raw)
@@ -364,13 +388,14 @@ def label_info(trace: str | Path, summary: dict[str, Any]) -> None:
     if not isinstance(top, list) or not top:
         return
     try:
-        frames = read_pcs(trace)
+        footer = tracemeta.footer(trace)  # read once for the PCs and the file names
+        frames = read_pcs(trace, footer)
     except (OSError, ValueError, InputError):
         return
     if not frames:
         return
     sigs = [str(entry.get("pc")) for entry in top if isinstance(entry, dict)]
-    labels = trace_labels(trace, [s for s in sigs if s != "0"], frames)
+    labels = label_pcs(frames, files_by_pc(trace, footer), [s for s in sigs if s != "0"])
     for entry in top:
         if isinstance(entry, dict):
             sig = str(entry.get("pc"))

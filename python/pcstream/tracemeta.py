@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from pcstream import api
-from pcstream.errors import require_file
+from pcstream.errors import InputError, engine_kind, require_file
 
 # The keys, named as the engine names them (footer_keys()); declared here for readers and type
 # checkers, their values filled from the engine.
@@ -69,12 +69,16 @@ Footer = Mapping[Union[bytes, str], Union[bytes, str]]
 
 
 def footer(path: str | Path) -> dict[str, str]:
-    """The key-value metadata of a Parquet file, decoded (needs pyarrow)."""
-    import pyarrow.parquet as pq
-
-    require_file(str(path), "trace file")  # pyarrow would wait on a FIFO
-    raw = pq.read_metadata(path).metadata or {}
-    return {_text(k): _text(v) for k, v in raw.items()}
+    """The key-value metadata of a Parquet file, read by the engine with the trace readers' checks
+    of the footer (no Parquet library imported here: pyarrow's import alone took longer). An
+    InputError naming the file when it is missing, not a regular file or not readable Parquet."""
+    require_file(str(path), "trace file")
+    try:
+        return api.footer_values(str(path))
+    except Exception as exc:
+        if engine_kind(exc) is None:
+            raise
+        raise InputError(path, str(exc)) from None
 
 
 def get(meta: Footer, key: str) -> str | None:

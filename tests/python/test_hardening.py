@@ -426,9 +426,23 @@ def test_a_table_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
     trace = small_trace(tmp_path / "t.parquet")
     fifo = tmp_path / "table.fifo"
     os.mkfifo(fifo)
-    run = invoke("simulate", trace, "--policy", "pcstream", "--ssd", "small", "--no-timing", "--table", fifo)
-    assert_user_error(run, USAGE, "table.fifo")
-    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    directory = tmp_path / "table.d"
+    directory.mkdir()
+    args = ("simulate", trace, "--policy", "pcstream", "--ssd", "small", "--no-timing", "--table")
+    for table, kind in (
+        (fifo, "a FIFO"),
+        (directory, "a directory"),
+        (Path("/dev/zero"), "a character device"),
+    ):
+        start = time.monotonic()
+        line = assert_user_error(run_module(*args, table), INPUT, table.name)
+        assert f"is {kind}, not a regular file" in line, line
+        assert time.monotonic() - start < 30  # the FIFO without a writer is never waited on
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and directory.is_dir() and not any(directory.iterdir())
+    # A table that does not exist yet is created.
+    new = tmp_path / "new.json"
+    assert invoke(*args, new).status == 0, "simulate with a new --table failed"
+    assert json.loads(new.read_text())["policy"] == "pcstream"
 
 
 def test_a_corrupt_table_is_an_input_error(tmp_path: Path) -> None:

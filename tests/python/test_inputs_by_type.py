@@ -12,6 +12,8 @@ import os
 import shutil
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pcstream import api, tracemeta
-from support import assert_user_error, invoke
+from support import assert_user_error, invoke, run_module
 
 USAGE, INPUT, CONFIG = 2, 3, 4
 FORMATS = ("blkparse", "msr", "alibaba", "tencent", "fio", "mqsim")
@@ -264,3 +266,29 @@ def test_info_is_linear_in_the_pcs_of_the_footer(tmp_path: Path) -> None:
     assert top[0]["label"].startswith("layer_49 → writer_19999"), top[0]["label"]
     # quadratic, 4,000 PCs took 3.9 s; linear, 20,000 take well under this bound
     assert took < 10, f"info on 20,000 PCs took {took:.1f} s"
+
+
+def test_the_info_command_on_20000_pcs_is_quick_and_imports_only_what_it_needs(tmp_path: Path) -> None:
+    trace = file_trace_with_pcs(tmp_path / "pcs.parquet", 20_000)
+    for args in (("--json",), ()):
+        start = time.monotonic()
+        run = run_module("info", trace, *args)
+        took = time.monotonic() - start
+        assert run.status == 0, run.stderr
+        assert "writer_19999" in run.stdout, run.stdout[-2000:]
+        # the whole command, start-up included: about 2 s on 2 cores; quadratic, minutes
+        assert took < 10, f"pcstream info {' '.join(args)} on 20,000 PCs took {took:.1f} s"
+    # What keeps it short: no Parquet library in Python (the engine reads the footer and what
+    # each PC writes), and nothing only other verbs need (record's loop devices, numpy).
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "pcstream", "info", str(trace), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "pcstream.pclabels" in imported
+    unwanted = {m for m in imported if m.split(".")[0] in ("pyarrow", "numpy", "pandas")}
+    unwanted |= imported & {"pcstream.groundtruth.loopdev", "pcstream.compose", "pcstream.cli.record"}
+    assert not unwanted, sorted(unwanted)

@@ -145,6 +145,11 @@ BAD_BLOCK_TRACES = {
     "backwards": (dict(ts_ns=[0, 10, 20, 5, 40, 50, 60, 70, 80, 90]), {}, "row 3: ts_ns 5 is before"),
     "meta": (dict(meta=[0, 0, 6, 0, 0, 0, 0, 0, 0, 0]), {}, "row 2: meta 6 is not a metadata class"),
     "hint": (dict(hint=[0, 9] + [0] * 8), {}, "row 1: hint 9 is not a Linux write-life hint"),
+    "file-class": (
+        dict(file_class=[0, 1, 0, 7] + [1] * 6),
+        {tracemeta.KEY_FILE_CLASSES: '{"1": "sst"}'},
+        "row 3: file_class 7 is not named in pcstream.file_classes (it names 1)",
+    ),
     "capacity-space": ({}, {tracemeta.KEY_CAPACITY: " 64"}, "' 64' is not a number of pages"),
     "capacity-sign": ({}, {tracemeta.KEY_CAPACITY: "+64"}, "'+64' is not a number of pages"),
     "capacity-float": ({}, {tracemeta.KEY_CAPACITY: "64.0"}, "'64.0' is not a number of pages"),
@@ -173,6 +178,18 @@ def test_block_trace_values_out_of_their_ranges_are_input_errors(tmp_path: Path,
     # The same table without the change reads.
     good = write(block_table(), tmp_path / "good.parquet")
     assert invoke("info", good).status == 0
+
+
+def test_file_classes_are_checked_against_the_class_table_when_there_is_one(tmp_path: Path) -> None:
+    classes = block_table(file_class=[0, 1, 2] * 3 + [0])
+    named = write(classes, tmp_path / "named.parquet", {tracemeta.KEY_FILE_CLASSES: '{"1": "a", "2": "b"}'})
+    assert invoke("info", named).status == 0
+    # A file without the key (written by another program) names no classes: none is refused.
+    assert invoke("info", write(classes, tmp_path / "plain.parquet")).status == 0
+    # An empty table names none: every class but 0 (unclassified) is refused.
+    empty = write(classes, tmp_path / "empty.parquet", {tracemeta.KEY_FILE_CLASSES: "{}"})
+    line = assert_user_error(run_module("info", empty), INPUT, "empty.parquet")
+    assert "row 1: file_class 1 is not named in pcstream.file_classes (it names none)" in line, line
 
 
 def test_a_duplicated_column_and_a_damaged_head_magic_are_input_errors(tmp_path: Path) -> None:

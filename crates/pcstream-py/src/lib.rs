@@ -250,6 +250,21 @@ fn info(py: Python<'_>, trace: &str) -> PyResult<String> {
         .map_err(trace_err)
 }
 
+/// The footer's key-value pairs of the Parquet file `trace`, in file order.
+#[pyfunction]
+fn footer_values(py: Python<'_>, trace: &str) -> PyResult<Vec<(String, String)>> {
+    py.allow_threads(|| pcstream_trace::pc_files::footer_values(Path::new(trace)))
+        .map_err(trace_err)
+}
+
+/// (PC, file id, amount written) of every PC and file of `trace` with writes (pages of a block
+/// trace, bytes of a file-level trace).
+#[pyfunction]
+fn pc_file_amounts(py: Python<'_>, trace: &str) -> PyResult<Vec<(u64, u32, u64)>> {
+    py.allow_threads(|| pcstream_trace::pc_files::pc_file_amounts(Path::new(trace)))
+        .map_err(trace_err)
+}
+
 fn gen_params(params: &BTreeMap<String, String>) -> PyResult<GenParams> {
     let mut p = GenParams::default();
     for (k, v) in params {
@@ -685,6 +700,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(table_streams, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(footer_values, m)?)?;
+    m.add_function(wrap_pyfunction!(pc_file_amounts, m)?)?;
     m.add_function(wrap_pyfunction!(gen, m)?)?;
     m.add_function(wrap_pyfunction!(bench_engine, m)?)?;
     m.add_function(wrap_pyfunction!(record_convert, m)?)?;

@@ -102,6 +102,7 @@ pub fn block_trace(data: &[u8]) {
             assert!(Op::from_u8(q.op).is_some());
             assert!(q.ts_ns >= last_ts, "time went backwards");
             assert!(q.meta <= MAX_META && q.hint <= MAX_HINT);
+            assert!(r.allows_file_class(q.file_class));
             last_ts = q.ts_ns;
         }
     }

@@ -10,6 +10,7 @@
 //! - [`parquet`]: the Parquet layer under both trace formats (checks before decoding, footer
 //!   keys and pairs, atomic writing).
 //! - [`input_file`]: every input file opened by its type, small text files read with a cap.
+//! - [`pc_files`]: a trace's footer pairs and what each PC writes to each file (the PC labels).
 //! - [`replay`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
 //! - [`cancel`]: the request to stop long work (a signal), and the outputs finished before it.
 
@@ -27,6 +28,7 @@ pub mod input_file;
 pub mod map;
 pub mod meminfo;
 pub mod parquet;
+pub mod pc_files;
 pub mod record;
 pub mod replay;
 

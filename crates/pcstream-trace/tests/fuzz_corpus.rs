@@ -96,5 +96,5 @@ fn refused_inputs_are_refused_with_one_line() {
             }
         }
     }
-    assert!(refused >= 14, "{refused} refused inputs");
+    assert!(refused >= 15, "{refused} refused inputs");
 }

@@ -2,10 +2,14 @@
 //! garbage (docs/HARDENING.md). One test per class of the hostile-input review: corrupt Parquet
 //! pages, overflowing geometry, huge but valid devices, huge capacities, offsets and times that
 //! overflow, backwards times, inputs without requests, over-long lines, NUL bytes, unknown
-//! blkparse rwbs, the embedded Arrow schema's metadata, inputs that are not regular files.
+//! blkparse rwbs, the embedded Arrow schema's metadata, inputs that are not regular files, file
+//! classes the class table does not name.
+
+mod common;
 
 use std::io::Cursor;
 use std::path::Path;
+use std::sync::Arc;
 
 use pcstream_core::request::Request;
 use pcstream_core::{SimOptions, SsdConfig};
@@ -693,4 +697,68 @@ fn every_parquet_codec_reads() {
         let got = read_all(&out).unwrap_or_else(|e| panic!("{codec:?}: {e}"));
         assert_eq!(got, want, "{codec:?}");
     }
+}
+
+/// A row's `file_class` must be 0 or named in `pcstream.file_classes` when the footer has the
+/// key: the readers refuse it naming the file, row and value; the writer refuses to write such a
+/// trace. A file without the key (written elsewhere) names no classes and is not checked.
+#[test]
+fn file_classes_the_class_table_does_not_name_are_refused() {
+    use arrow_array::{ArrayRef, UInt16Array, UInt32Array, UInt64Array, UInt8Array};
+    let dir = tempfile::tempdir().unwrap();
+    let raw = |name: &str, kv: &[(&str, &str)]| {
+        let path = dir.path().join(name);
+        let cols: Vec<(&str, ArrayRef)> = vec![
+            ("lpn", Arc::new(UInt64Array::from(vec![0, 1, 2, 3, 4]))),
+            ("pages", Arc::new(UInt32Array::from(vec![1; 5]))),
+            ("op", Arc::new(UInt8Array::from(vec![0; 5]))),
+            (
+                "file_class",
+                Arc::new(UInt16Array::from(vec![0, 1, 1, 7, 1])),
+            ),
+        ];
+        common::write_raw(&path, cols, kv, 2);
+        path
+    };
+    let bad = raw(
+        "bad.parquet",
+        &[("pcstream.file_classes", r#"{"1": "sst"}"#)],
+    );
+    for m in [
+        read_all(&bad).map(|_| ()).unwrap_err().to_string(),
+        summarize(&bad).map(|_| ()).unwrap_err().to_string(),
+    ] {
+        assert!(m.starts_with(&bad.display().to_string()), "{m}");
+        assert!(
+            m.contains("row group 1, row 1: file_class 7 is not named in pcstream.file_classes (it names 1)"),
+            "{m}"
+        );
+        assert!(!m.contains('\n'), "{m}");
+    }
+    let named = raw(
+        "named.parquet",
+        &[("pcstream.file_classes", r#"{"1": "sst", "7": "wal"}"#)],
+    );
+    assert_eq!(read_all(&named).unwrap()[3].file_class, 7);
+    assert_eq!(read_all(&raw("plain.parquet", &[])).unwrap().len(), 5);
+
+    let out = dir.path().join("written.parquet");
+    let mut meta = TraceMeta::default();
+    meta.file_classes.insert(1, "sst".into());
+    let mut w = BlockTraceWriter::create(&out, &meta, 1024).unwrap();
+    for (lpn, file_class) in [(0, 1), (1, 0), (2, 9)] {
+        let r = Request {
+            lpn,
+            pages: 1,
+            file_class,
+            ..Default::default()
+        };
+        w.push(&r).unwrap();
+    }
+    let m = w.finish().unwrap_err().to_string();
+    assert!(
+        m.contains("rows have file_class 9, which the table does not name"),
+        "{m}"
+    );
+    assert!(!out.exists(), "a trace its reader refuses was written");
 }

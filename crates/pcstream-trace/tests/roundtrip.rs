@@ -21,7 +21,7 @@ fn sample_rows(n: u64) -> Vec<Request> {
             pages: if i % 4 == 3 { 0 } else { 1 + (i % 9) as u32 },
             pc: u64::MAX - i,
             file: (i as u32).wrapping_mul(2_654_435_761),
-            file_class: (i % 65_536) as u16,
+            file_class: [0, 3, u16::MAX][(i % 3) as usize],
             meta: (i % 6) as u8,
             pid: u32::MAX - i as u32,
             hint: (i % 6) as u8,
@@ -38,6 +38,7 @@ fn sample_meta() -> TraceMeta {
     m.files.insert(1, "/data/000001.sst".into());
     m.files.insert(4_000_000_000, "/ünïcode/path".into());
     m.file_classes.insert(3, "sst".into());
+    m.file_classes.insert(u16::MAX, "last".into());
     m.pcs = serde_json::json!({"18446744073709551615": [{"module": "libc.so", "offset": 4096, "symbol": "write"}]});
     m
 }

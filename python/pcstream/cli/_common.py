@@ -21,8 +21,8 @@ from rich.text import Text
 
 from pcstream import api, diagnose, options, units
 from pcstream.compare.outcome import Outcome
+from pcstream.diagnose import BASELINE
 from pcstream.errors import Kind, describe, one_line, require_config_file
-from pcstream.report.data import BASELINE
 
 F = TypeVar("F", bound=Callable[..., Any])
 

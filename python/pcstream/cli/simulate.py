@@ -27,7 +27,7 @@ from pcstream.cli._common import (
     resolve_ssd,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.errors import check_output, prepare_output, require_file
+from pcstream.errors import check_output, check_output_name, prepare_output, require_file
 from pcstream.options import SimOptions
 from pcstream.outputs import atomic_write
 
@@ -130,6 +130,9 @@ def command(trace: str, policy: str, opts: SimOptions, cdf: str | None, as_json:
     require_file(trace, "trace file")
     table = opts.table
     if table is not None:
+        check_output_name(table)
+        if os.path.exists(table):  # read first: an input, refused by its type like every input
+            require_file(table, "PC table file")
         check_output(table, [trace, opts.ssd], quiet=True)  # read, then replaced: no notice
     if cdf is not None:
         prepare_output(cdf, [trace, opts.ssd] + ([table] if table else []))

@@ -70,6 +70,64 @@ pub(crate) fn row_fields_error(
     }
 }
 
+/// The footer `pairs`, without the PC table unless `pcs`: for readers of the rows alone.
+pub(crate) fn without_pcs(
+    mut pairs: Vec<(String, Option<String>)>,
+    pcs: bool,
+) -> Vec<(String, Option<String>)> {
+    if !pcs {
+        pairs.retain(|(k, _)| k != KEY_PCS);
+    }
+    pairs
+}
+
+/// The `file_class` values a trace's rows may carry: 0 (unclassified: what every writer gives a
+/// row without a class) and the ids `pcstream.file_classes` names; any value when the footer has
+/// no such key (a file pcstream did not write names no classes, so none can be checked).
+#[derive(Clone, Debug)]
+pub(crate) struct NamedClasses(Option<Vec<bool>>);
+
+impl NamedClasses {
+    /// From the footer's pairs and the parsed table (`meta.file_classes`).
+    pub(crate) fn new(pairs: &[(String, Option<String>)], meta: &TraceMeta) -> NamedClasses {
+        let present = pairs
+            .iter()
+            .any(|(k, v)| k == KEY_FILE_CLASSES && v.is_some());
+        NamedClasses(present.then(|| {
+            let mut named = vec![false; usize::from(u16::MAX) + 1];
+            named[0] = true;
+            for &id in meta.file_classes.keys() {
+                named[usize::from(id)] = true;
+            }
+            named
+        }))
+    }
+
+    /// Whether a row may carry `class`.
+    #[inline]
+    pub(crate) fn allows(&self, class: u16) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|named| named[usize::from(class)])
+    }
+
+    /// What is wrong with a row of `class`, naming the classes the table has (`None`: nothing).
+    pub(crate) fn error(&self, class: u16, meta: &TraceMeta) -> Option<String> {
+        if self.allows(class) {
+            return None;
+        }
+        let ids: Vec<String> = meta.file_classes.keys().map(u16::to_string).collect();
+        let named = match ids.len() {
+            0 => "it names none".to_string(),
+            n if n <= 8 => format!("it names {}", ids.join(", ")),
+            n => format!("it names {} and {} more", ids[..8].join(", "), n - 8),
+        };
+        Some(format!(
+            "file_class {class} is not named in {KEY_FILE_CLASSES} ({named}); name the class there or write 0 (unclassified)"
+        ))
+    }
+}
+
 /// Trace-level metadata. Missing optional keys mean "unknown": no capacity (readers then scan for
 /// max(lpn + pages)), empty source, empty tables.
 #[derive(Clone, Debug, PartialEq)]

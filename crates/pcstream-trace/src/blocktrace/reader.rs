@@ -25,8 +25,8 @@ use parquet::file::reader::ChunkReader;
 use pcstream_core::request::{Op, Request};
 
 use super::format::{
-    row_fields_error, TraceMeta, COLUMNS, KEY_AGED_PAGES, KEY_AGED_ROWS, MAX_HINT, MAX_META,
-    MAX_PAGES, REQUIRED,
+    row_fields_error, without_pcs, NamedClasses, TraceMeta, COLUMNS, KEY_AGED_PAGES, KEY_AGED_ROWS,
+    MAX_HINT, MAX_META, MAX_PAGES, REQUIRED,
 };
 use crate::error::{one_line, TraceError};
 use crate::guard::contain;
@@ -40,6 +40,8 @@ pub struct BlockTraceReader {
     path: PathBuf,
     label: String,
     meta: TraceMeta,
+    /// The `file_class` values the rows may carry.
+    classes: NamedClasses,
     rows: u64,
     /// First global row of each row group, plus the total at the end (for error positions).
     groups: RowGroups,
@@ -101,7 +103,15 @@ impl BlockTraceReader {
     pub fn open(path: &Path) -> Result<BlockTraceReader, TraceError> {
         let label = path.display().to_string();
         let b = builder(&label, open_input(path)?)?;
-        BlockTraceReader::from_builder(path, label, b)
+        BlockTraceReader::from_builder(path, label, b, true)
+    }
+
+    /// As [`open`](Self::open) for the rows alone: the footer's PC table is neither read nor
+    /// checked (parsing a large one takes longer than reading the rows), so `meta().pcs` is empty.
+    pub(crate) fn open_rows(path: &Path) -> Result<BlockTraceReader, TraceError> {
+        let label = path.display().to_string();
+        let b = builder(&label, open_input(path)?)?;
+        BlockTraceReader::from_builder(path, label, b, false)
     }
 
     /// As [`open`](Self::open), from the bytes of a whole Parquet file (`label` names it in
@@ -109,16 +119,19 @@ impl BlockTraceReader {
     /// no file to scan.
     pub fn from_bytes(label: &str, data: bytes::Bytes) -> Result<BlockTraceReader, TraceError> {
         let b = builder(label, data)?;
-        BlockTraceReader::from_builder(Path::new(label), label.to_string(), b)
+        BlockTraceReader::from_builder(Path::new(label), label.to_string(), b, true)
     }
 
     fn from_builder<T: ChunkReader + 'static>(
         path: &Path,
         label: String,
         b: ParquetRecordBatchReaderBuilder<T>,
+        pcs: bool,
     ) -> Result<BlockTraceReader, TraceError> {
         let md = b.metadata().clone();
-        let meta = TraceMeta::from_pairs(&label, &footer_pairs(&md))?;
+        let pairs = without_pcs(footer_pairs(&md), pcs);
+        let meta = TraceMeta::from_pairs(&label, &pairs)?;
+        let classes = NamedClasses::new(&pairs, &meta);
         let schema = b.schema().clone();
         if let Some(column) = duplicate_column(&schema) {
             return Err(TraceError::DuplicateColumn {
@@ -170,6 +183,7 @@ impl BlockTraceReader {
             path: path.to_path_buf(),
             label,
             meta,
+            classes,
             rows,
             groups,
             cols,
@@ -182,6 +196,11 @@ impl BlockTraceReader {
 
     pub fn meta(&self) -> &TraceMeta {
         &self.meta
+    }
+    /// Whether a row may carry the file class `class`: 0, or one `pcstream.file_classes` names
+    /// (any when the footer has no such key). Rows handed over always may.
+    pub fn allows_file_class(&self, class: u16) -> bool {
+        self.classes.allows(class)
     }
     pub fn num_rows(&self) -> u64 {
         self.rows
@@ -273,6 +292,7 @@ impl BlockTraceReader {
             in_order
                 && r.meta <= MAX_META
                 && r.hint <= MAX_HINT
+                && self.classes.allows(r.file_class)
                 && r.op <= 3
                 && (r.op == Op::Flush as u8
                     || (r.pages > 0 && r.lpn <= cap && r.pages as u64 <= cap - r.lpn))
@@ -285,6 +305,9 @@ impl BlockTraceReader {
             let row = self.row + k as u64;
             if let Some(what) = row_fields_error(r, prev) {
                 return Err(self.bad_row(row, format!("{what}; fix the importer or the trace")));
+            }
+            if let Some(what) = self.classes.error(r.file_class, &self.meta) {
+                return Err(self.bad_row(row, what));
             }
             prev = r.ts_ns;
             let Some(op) = Op::from_u8(r.op) else {

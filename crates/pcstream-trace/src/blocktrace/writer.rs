@@ -15,7 +15,9 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use pcstream_core::request::{Op, Request};
 
-use super::format::{row_fields_error, TraceMeta, COLUMNS, KEY_CAPACITY, MAX_PAGES};
+use super::format::{
+    row_fields_error, TraceMeta, COLUMNS, KEY_CAPACITY, KEY_FILE_CLASSES, MAX_PAGES,
+};
 use crate::error::TraceError;
 use crate::parquet::AtomicWriter;
 
@@ -44,6 +46,8 @@ pub struct BlockTraceWriter {
     pcs: std::collections::HashSet<u64>,
     /// Write the PC table as given, entries of PCs no row has included.
     keep_unused_pcs: bool,
+    /// `used[c]`: a row has file class `c`, to check against the class table set after the rows.
+    used_classes: Vec<bool>,
 }
 
 fn dtype(bits: u8) -> DataType {
@@ -92,6 +96,7 @@ impl BlockTraceWriter {
             max_end: 0,
             last_ts: 0,
             pcs: std::collections::HashSet::new(),
+            used_classes: vec![false; usize::from(u16::MAX) + 1],
             keep_unused_pcs: false,
         })
     }
@@ -120,6 +125,7 @@ impl BlockTraceWriter {
         self.last_ts = r.ts_ns;
         self.buf.push(*r);
         self.rows += 1;
+        self.used_classes[usize::from(r.file_class)] = true;
         if r.pc != 0 {
             self.pcs.insert(r.pc);
         }
@@ -167,6 +173,24 @@ impl BlockTraceWriter {
             row: n % self.row_group_rows as u64,
             what: format!("{what}; the row was not written: fix the generator or importer"),
         })
+    }
+
+    /// Every file class of the rows but 0 (unclassified) is named in `pcstream.file_classes`, as
+    /// the reader requires.
+    fn check_classes(&self) -> Result<(), TraceError> {
+        let unnamed = (1..=u16::MAX).find(|&c| {
+            self.used_classes[usize::from(c)] && !self.meta.file_classes.contains_key(&c)
+        });
+        match unnamed {
+            None => Ok(()),
+            Some(c) => Err(TraceError::BadMeta {
+                path: self.out.label().to_string(),
+                key: KEY_FILE_CLASSES.into(),
+                why: format!(
+                    "rows have file_class {c}, which the table does not name; name every class the rows use (0 needs no name); nothing was written"
+                ),
+            }),
+        }
     }
 
     fn flush(&mut self) -> Result<(), TraceError> {
@@ -220,6 +244,7 @@ impl BlockTraceWriter {
                 });
             }
         }
+        self.check_classes()?;
         if !self.keep_unused_pcs {
             if let Some(table) = self.meta.pcs.as_object_mut() {
                 let pcs = &self.pcs;

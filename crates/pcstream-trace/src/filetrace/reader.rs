@@ -175,21 +175,30 @@ impl FileTraceReader {
     pub fn open(path: &Path) -> Result<FileTraceReader, TraceError> {
         let label = path.display().to_string();
         let b = builder(&label, open_input(path)?)?;
-        FileTraceReader::from_builder(label, b)
+        FileTraceReader::from_builder(label, b, true)
+    }
+
+    /// As [`open`](Self::open) for the rows alone: the footer's PC table is neither read nor
+    /// checked (parsing a large one takes longer than reading the rows), so `meta().pcs` is empty.
+    pub(crate) fn open_rows(path: &Path) -> Result<FileTraceReader, TraceError> {
+        let label = path.display().to_string();
+        let b = builder(&label, open_input(path)?)?;
+        FileTraceReader::from_builder(label, b, false)
     }
 
     /// As [`open`](Self::open), from the bytes of a whole Parquet file (`label` names it).
     pub fn from_bytes(label: &str, data: bytes::Bytes) -> Result<FileTraceReader, TraceError> {
         let b = builder(label, data)?;
-        FileTraceReader::from_builder(label.to_string(), b)
+        FileTraceReader::from_builder(label.to_string(), b, true)
     }
 
     fn from_builder<T: ChunkReader + 'static>(
         label: String,
         b: ParquetRecordBatchReaderBuilder<T>,
+        pcs: bool,
     ) -> Result<FileTraceReader, TraceError> {
         let md = b.metadata().clone();
-        let pairs = footer_pairs(&md);
+        let pairs = crate::blocktrace::format::without_pcs(footer_pairs(&md), pcs);
         let meta = TraceMeta::from_pairs(&label, &pairs)?;
         let paths = path_table(&label, &pairs)?;
         let capture = pairs
