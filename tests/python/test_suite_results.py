@@ -157,3 +157,34 @@ def test_hinted_share_counts_written_pages_with_a_program_hint(tmp_path: Path) -
     # One line for the discard-mode traces (the other mode is the same recording).
     line = suite_results.hints_line(tmp_path)
     assert "db 40%" in line and "(0 of 1 set no hint" in line
+
+
+def test_hints_line_sets_pcstream_against_manual_on_the_hinted_traces(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for name, hint in (("db", [2, 3]), ("fio", [0, 0])):
+        cols = {"op": pa.array([0, 0], pa.uint8()), "pages": pa.array([4, 4], pa.uint32())}
+        pq.write_table(pa.table({**cols, "hint": pa.array(hint, pa.uint8())}), tmp_path / f"{name}.parquet")
+    rows = [
+        row("db", "baseline", 1.100),
+        row("db", "manual", 1.050),
+        row("db", "pcstream", 1.000),
+        row("db.nodiscard", "baseline", 2.000),
+        row("db.nodiscard", "manual", 1.600),
+        row("db.nodiscard", "pcstream", 1.800),
+        row("fio", "baseline", 1.500),
+        row("fio", "manual", 1.500),
+        row("fio", "pcstream", 1.200),
+    ]
+    by = suite_results.group(rows)
+    line = suite_results.hints_line(tmp_path, by, ["nodiscard", "discard"])
+    assert "db 100%" in line and "(1 of 2 set no hint" in line
+    # Only the hinted workload, each mode with its own runs, the busier mode first.
+    tail = line.split("per discard mode — ", 1)[1]
+    assert tail == (
+        "nodiscard: db `pcstream` 1.800 vs `manual` 1.600 (+12.5%; `baseline` 2.000). "
+        "discard: db `pcstream` 1.000 vs `manual` 1.050 (-4.8%; `baseline` 1.100)."
+    )
+    # Without the runs, only the shares.
+    assert "ManualStream on the programs' real hints" not in suite_results.hints_line(tmp_path)
