@@ -9,7 +9,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from pcstream import api, tracemeta
@@ -59,12 +59,14 @@ def files_text(counts: Mapping[str, int]) -> str:
     return ", ".join(shown) + (", …" if len(ranked) > MAX_FILES else "")
 
 
-def files_by_pc(trace: str | Path, footer: tracemeta.Footer | None = None) -> dict[str, Counter[str]]:
+def files_by_pc(
+    trace: str | Path, footer: tracemeta.Footer | None = None, only: Collection[str] | None = None
+) -> dict[str, Counter[str]]:
     """PC (decimal string) → path pattern → pages (block trace: ``pc``, ``file``, ``pages``,
     writes only, names from ``pcstream.files``) or bytes (file-level trace: ``pc``, ``path``,
     ``len`` of the ``write`` rows, names from ``pcstream.paths``). Rows without a PC or a file
     are left out. The engine streams the trace (:func:`pcstream.api.pc_file_amounts`).
-    ``footer``: the trace's footer when already read."""
+    ``footer``: the trace's footer when already read; ``only``: the PCs wanted (default all)."""
     meta = tracemeta.footer(trace) if footer is None else footer  # checks the file first
     try:
         amounts = api.pc_file_amounts(str(trace))
@@ -79,6 +81,8 @@ def files_by_pc(trace: str | Path, footer: tracemeta.Footer | None = None) -> di
     patterns: dict[str, str] = {}
     out: dict[str, Counter[str]] = {}
     for sig, file_id, size in amounts:
+        if only is not None and str(sig) not in only:
+            continue
         key = str(file_id)
         if key not in patterns:
             patterns[key] = path_pattern(files[key]) if key in files else f"file {key}"

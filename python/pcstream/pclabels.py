@@ -395,7 +395,8 @@ def label_info(trace: str | Path, summary: dict[str, Any]) -> None:
     if not frames:
         return
     sigs = [str(entry.get("pc")) for entry in top if isinstance(entry, dict)]
-    labels = label_pcs(frames, files_by_pc(trace, footer), [s for s in sigs if s != "0"])
+    wanted = [s for s in sigs if s != "0"]
+    labels = label_pcs(frames, files_by_pc(trace, footer, set(wanted)), wanted)
     for entry in top:
         if isinstance(entry, dict):
             sig = str(entry.get("pc"))
