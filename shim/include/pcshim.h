@@ -13,8 +13,14 @@
  *                  signature -> hint file (shim/src/live.c); the shim then sets each write's file
  *                  hint before the write and appends its counts to <PCSHIM_HINTS>.log. With
  *                  PCSHIM_HINTS and no PCSHIM_DIR nothing is recorded.
- *   The shim puts these (and itself in LD_PRELOAD) back into the environment of exec and
- *   posix_spawn calls that drop them, so every descendant is recorded.
+ *   PCSHIM_JFR     JVM options (up to 8, one space between them) inserted after argv[0] when a
+ *                  recorded process executes a `java` launcher that is not given
+ *                  -XX:StartFlightRecording already (shim/src/jvmargs.c): Java Flight Recorder
+ *                  then reports that JVM's writes with their Java call paths. Not put back into
+ *                  an environment that drops it.
+ *   The shim puts PCSHIM_DIR, PCSHIM_METHOD, PCSHIM_FRAMES, PCSHIM_HINTS (and itself in
+ *   LD_PRELOAD) back into the environment of exec and posix_spawn calls that drop them, so every
+ *   descendant is recorded.
  *
  * Files, per process image (a new pair after fork and after exec), named <pid>.<start_ns>:
  *   <pid>.<start_ns>.bin  one pcshim_header, then fixed-size pcshim_record, little-endian, appended

@@ -118,11 +118,16 @@ static char *const *fix_env(char *const *envp, char **out, char *pre, size_t pre
     char *env_out[MAX_ENV + 7];                                             \
     char env_pre[2 * PATH_MAX]
 #define FIXED(envp) ((char *const *)fix_env(envp, env_out, env_pre, sizeof env_pre))
+/* A `java` launcher gets the options that start JFR (jvmargs.c): `argv` is replaced in place. */
+#define JVM_ARGV(p, argv)                                                   \
+    char *jvm_argv_[jfr_room(argv)];                                        \
+    argv = jfr_argv(p, argv, jvm_argv_)
 
 EXPORT int execve(const char *p, char *const argv[], char *const envp[])
 {
     RESOLVE(execve);
     ENV_BUFS;
+    JVM_ARGV(p, argv);
     before_exec(p);
     return real_execve(p, argv, FIXED(envp));
 }
@@ -131,6 +136,7 @@ EXPORT int execv(const char *p, char *const argv[])
 {
     RESOLVE(execve);
     ENV_BUFS;
+    JVM_ARGV(p, argv);
     before_exec(p);
     return real_execve(p, argv, FIXED(environ));
 }
@@ -139,6 +145,7 @@ EXPORT int execvp(const char *p, char *const argv[])
 {
     RESOLVE(execvpe);
     ENV_BUFS;
+    JVM_ARGV(p, argv);
     before_execp(p);
     return real_execvpe(p, argv, FIXED(environ));
 }
@@ -147,6 +154,7 @@ EXPORT int execvpe(const char *p, char *const argv[], char *const envp[])
 {
     RESOLVE(execvpe);
     ENV_BUFS;
+    JVM_ARGV(p, argv);
     before_execp(p);
     return real_execvpe(p, argv, FIXED(envp));
 }
@@ -179,8 +187,10 @@ EXPORT int execl(const char *p, const char *arg, ...)
     COLLECT_ARGS(arg, ap, argv, 0, unused);
     (void)unused;
     ENV_BUFS;
+    char *const *av = argv;
+    JVM_ARGV(p, av);
     before_exec(p);
-    return real_execve(p, argv, FIXED(environ));
+    return real_execve(p, av, FIXED(environ));
 }
 
 EXPORT int execle(const char *p, const char *arg, ...)
@@ -190,8 +200,10 @@ EXPORT int execle(const char *p, const char *arg, ...)
     char *const *envp = NULL;
     COLLECT_ARGS(arg, ap, argv, 1, envp);
     ENV_BUFS;
+    char *const *av = argv;
+    JVM_ARGV(p, av);
     before_exec(p);
-    return real_execve(p, argv, FIXED(envp));
+    return real_execve(p, av, FIXED(envp));
 }
 
 EXPORT int execlp(const char *p, const char *arg, ...)
@@ -202,8 +214,10 @@ EXPORT int execlp(const char *p, const char *arg, ...)
     COLLECT_ARGS(arg, ap, argv, 0, unused);
     (void)unused;
     ENV_BUFS;
+    char *const *av = argv;
+    JVM_ARGV(p, av);
     before_execp(p);
-    return real_execvpe(p, argv, FIXED(environ));
+    return real_execvpe(p, av, FIXED(environ));
 }
 
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
@@ -243,6 +257,7 @@ static void before_spawn(const char *p, int search) { RECORD_IF(1, check_static(
     {                                                                       \
         RESOLVE(name);                                                      \
         ENV_BUFS;                                                           \
+        JVM_ARGV(p, argv);                                                  \
         before_spawn(p, search);                                            \
         pid_t child = 0;                                                    \
         int r = real_##name(&child, p, fa, attr, argv, FIXED(envp));        \

@@ -270,8 +270,10 @@ __attribute__((constructor)) static void pcshim_init(void)
     g_exe[n > 0 ? n : 0] = 0;
     dl_iterate_phdr(self_cb, (void *)(uintptr_t)&pcshim_init);
     pthread_key_create(&g_key, thread_gone);
-    if (g_record)
+    if (g_record) {
         open_logs();
+        jfr_init();
+    }
     learn_inherited();
     if (g_method == M_UNWIND || g_method == M_AUTO) {
         /* libunwind opens its address-validation pipe during its set-up: at the shim's high fds */

@@ -39,6 +39,7 @@
  *   hooks_write.c    write, pwrite(64), writev, pwritev(64), pwritev2
  *   hooks_files.c    open/creat/close, unlink/rename/truncate/fallocate, fsync family, dup/fcntl
  *                    (F_DUPFD, F_SET_RW_HINT, F_SETFL), lseek
+ *   jvmargs.c        a `java` launcher the program runs: the JVM options that start JFR
  *   hooks_process.c  exec family, posix_spawn(p), system, popen, fork/vfork/_Fork/clone,
  *                    exit/_exit/_Exit/quick_exit
  *   hooks_stdio.c    stdio streams: fopen, freopen, fclose, fcloseall, fflush, __overflow, the
@@ -458,6 +459,10 @@ void fd_copy(int from, int to);
 void net_all(int pending);
 void desc_share_all(int only_inheritable);
 void learn_inherited(void);
+/* jvmargs.c */
+void jfr_init(void);
+size_t jfr_room(char *const argv[]);
+char *const *jfr_argv(const char *p, char *const argv[], char **out);
 /* rec.c */
 void rec_fd(int op, int fd, uint64_t off, uint64_t len, uint32_t flags, int want_pc);
 void rec_write(int fd, int64_t off, ssize_t ret, uint32_t flags);

@@ -168,16 +168,89 @@ def only(pcs: dict[int, int]) -> int:
 @needs_java
 def test_a_plain_program_is_left_alone(tmp_path: Path) -> None:
     run = jvm.prepare(["sh", "-c", "true"], "/bin/sh", tmp_path, 12)
-    assert (run.cmd, run.env, run.jfr_dir) == (["sh", "-c", "true"], None, None)
-    assert run.attribute(tmp_path) == {}
+    # its command is unchanged; only a JVM it starts itself would take JFR's options (the shim's
+    # variable, recording into the children directory)
+    assert run.cmd == ["sh", "-c", "true"] and not run.top
+    assert run.env is not None and set(run.env) - set(os.environ) == {jvm.SHIM_JFR_ENV}
+    assert f"filename={tmp_path.resolve() / 'jfr' / jvm.CHILDREN_DIR} " in run.env[jvm.SHIM_JFR_ENV]
+    assert run.attribute(tmp_path) == {}, "no JVM ran: nothing to join, no warning"
     java = jvm.prepare(["java", "-version"], JAVA_TOOLS["java"] or "", tmp_path, 7)
     assert java.cmd[0] == "java" and java.cmd[-1] == "-version" and "stackdepth=7" in " ".join(java.cmd)
-    assert java.env is None and (tmp_path / "jfr" / jvm.SETTINGS_FILE).is_file()
+    assert java.top and (tmp_path / "jfr" / jvm.SETTINGS_FILE).is_file()
     odd = tmp_path / "a,b"
     refused = jvm.prepare(["java", "-version"], JAVA_TOOLS["java"] or "", odd, 7)
     assert (refused.cmd, refused.jfr_dir, odd.exists()) == (["java", "-version"], None, False)
     (warning,) = refused.attribute(odd)["warnings"]
     assert warning.startswith("JFR not started") and "comma or white space" in warning
+    plain = jvm.prepare(["sh", "-c", "true"], "/bin/sh", odd, 7)
+    assert (plain.cmd, plain.env, plain.jfr_dir) == (["sh", "-c", "true"], None, None)
+
+
+# Writes through a FileChannel opened with O_DIRECT (Cassandra's commit log in `direct` mode):
+# the shim marks them (VIA_DIRECT) and JFR reports them as any FileChannel write.
+DIRECT_SOURCE = """
+import com.sun.nio.file.ExtendedOpenOption;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.*;
+
+public class D {
+    static void direct(String f, int n) throws Exception {
+        try (FileChannel c = FileChannel.open(Paths.get(f), StandardOpenOption.CREATE,
+                                              StandardOpenOption.WRITE, ExtendedOpenOption.DIRECT)) {
+            ByteBuffer b = ByteBuffer.allocateDirect(3 * 4096).alignedSlice(4096);
+            for (int i = 0; i < n; i++) { b.clear().limit(4096); c.write(b); }
+        }
+    }
+    public static void main(String[] a) throws Exception {
+        direct("direct.dat", Integer.parseInt(a[0]));
+        System.out.println("direct done");
+    }
+}
+"""
+
+
+def o_direct_works(where: Path) -> bool:
+    try:
+        fd = os.open(where / "probe", os.O_CREAT | os.O_WRONLY | os.O_DIRECT)
+    except OSError:
+        return False
+    os.close(fd)
+    (where / "probe").unlink()
+    return True
+
+
+@needs_java
+def test_jvms_a_script_starts_get_java_call_paths(classes: Path, tmp_path: Path) -> None:
+    """Two JVMs started by a shell script (not the recorded command): each gets JFR's options
+    from the shim (its own recording), and their writes, O_DIRECT ones included, their Java
+    call paths; the script's output, status and files are those of a plain run."""
+    (classes / "D.java").write_text(DIRECT_SOURCE)
+    subprocess.run([JAVA_TOOLS["javac"], "-g", "-d", str(classes), str(classes / "D.java")], check=True)
+    script = (
+        f'mkdir -p a b && cd a && java -cp {classes} W {N}; echo "W exited $?"; '
+        f"cd ../b && java -cp {classes} D 40; exit 5"
+    )
+    plain_dir, cwd = tmp_path / "plain", tmp_path / "rec"
+    plain_dir.mkdir()
+    cwd.mkdir()
+    if not o_direct_works(cwd):
+        pytest.skip(f"{cwd}: the file system refuses O_DIRECT")
+    plain = subprocess.run(["sh", "-c", script], cwd=plain_dir, capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 5 and plain.stdout == f"wrote {N}\nW exited 3\ndirect done\n", plain.stderr
+    run = record(cwd, ["sh", "-c", script])
+    assert (run.status, run.stdout, run.stderr) == (plain.returncode, plain.stdout, plain.stderr), run.summary
+    for name in FILES:
+        assert (cwd / "a" / name).read_bytes() == (plain_dir / "a" / name).read_bytes()
+    files = run.by_file()
+    short, long_ = (only(files[name]) for name in ("short.dat", "long.dat"))
+    assert run.symbols(short)[:2] == ["java.io.FileOutputStream.write", "W.shortPath"]
+    assert run.symbols(long_)[:2] == ["java.io.FileOutputStream.write", "W.longPath"]
+    direct = only(files["direct.dat"])
+    assert files["direct.dat"][direct] == 40 * PAGE
+    assert run.symbols(direct)[:2] == ["sun.nio.ch.FileChannelImpl.write", "D.direct"], run.symbols(direct)
+    assert f"{5 * N + 1 + 40} writes given their Java call path" in run.summary, run.summary
+    assert not [p for p in run.paths.values() if p.endswith(".jfr") or "pcstream-record-" in p]
 
 
 # A program that links libjvm and runs W.main in the JVM it creates (JNI): its JVM only takes

@@ -1,6 +1,6 @@
 // The file events of a JFR recording, for python/pcstream/record/jvm.py: run as a single-file
-// source program by the JDK's own launcher (`java JfrWrites.java RECORDING DEPTH`), it streams
-// jdk.FileWrite and jdk.FileForce events through the jdk.jfr.consumer API and prints one compact
+// source program by the JDK's own launcher (`java JfrWrites.java RECORDING... DEPTH`: one or
+// more recordings, read one after the other), it streams jdk.FileWrite and jdk.FileForce events through the jdk.jfr.consumer API and prints one compact
 // text block per event (the format is read_events' in jvm.py). `jfr print --json` gives the same
 // facts but prints each frame's class loader, package and module: some 6 kB per event and 0.1 ms
 // of printing, where this prints some 200 bytes.
@@ -48,17 +48,19 @@ public class JfrWrites {
     }
 
     public static void main(String[] args) throws Exception {
-        int depth = Integer.parseInt(args[1]);
+        int depth = Integer.parseInt(args[args.length - 1]);
         BufferedWriter out = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
         StringBuilder b = new StringBuilder();
-        try (RecordingFile recording = new RecordingFile(Path.of(args[0]))) {
-            while (recording.hasMoreEvents()) {
-                RecordedEvent e = recording.readEvent();
-                String type = e.getEventType().getName();
-                if (type.equals("jdk.FileWrite") || type.equals("jdk.FileForce")) {
-                    b.setLength(0);
-                    print(e, type.equals("jdk.FileForce"), depth, b);
-                    out.write(b.toString());
+        for (int r = 0; r < args.length - 1; r++) {
+            try (RecordingFile recording = new RecordingFile(Path.of(args[r]))) {
+                while (recording.hasMoreEvents()) {
+                    RecordedEvent e = recording.readEvent();
+                    String type = e.getEventType().getName();
+                    if (type.equals("jdk.FileWrite") || type.equals("jdk.FileForce")) {
+                        b.setLength(0);
+                        print(e, type.equals("jdk.FileForce"), depth, b);
+                        out.write(b.toString());
+                    }
                 }
             }
         }

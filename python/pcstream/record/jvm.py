@@ -38,6 +38,10 @@ JFR_DIR = "jfr"
 SETTINGS_FILE = "writes.jfc"
 RECORDING_FILE = "run.jfr"
 REPOSITORY_DIR = "repository"
+# The recordings of the JVMs the program starts itself (one file per JVM, named by JFR).
+CHILDREN_DIR = "children"
+# The shim's variable carrying the JVM options for those (shim/include/pcshim.h).
+SHIM_JFR_ENV = "PCSHIM_JFR"
 FILE_WRITE = "jdk.FileWrite"
 FILE_FORCE = "jdk.FileForce"
 # A write's shim timestamp may lie this far outside its event's span: JFR's event times are wall
@@ -53,8 +57,11 @@ READER = Path(__file__).with_name("JfrWrites.java")
 HEADER_BYTES = 32
 RECORD = struct.Struct("<8QIIiIHHI")
 OP_WRITE, OP_FSYNC, OP_FDATASYNC = 2, 3, 4
-# Write flags JFR can report: a plain write/pwrite/writev call, or syscall(SYS_write) (0 or 64).
+# Write flags JFR can report: a plain write/pwrite/writev call, or syscall(SYS_write) (0 or 64),
+# on a description with or without O_DIRECT (512: a FileChannel opened with
+# ExtendedOpenOption.DIRECT, as Cassandra's commit log in `direct` mode).
 VIA_SYSCALL = 1 << 6
+VIA_DIRECT = 1 << 9
 
 
 def settings_text() -> str:
@@ -84,11 +91,14 @@ def is_jvm(program: str) -> str | None:
     return None
 
 
-def jvm_options(jfr_dir: Path, frames: int) -> list[str]:
+def jvm_options(jfr_dir: Path, frames: int, filename: Path | None = None) -> list[str]:
     """The JVM options of a recording: JFR started with our settings, its repository and the
-    stack depth (``frames``: the innermost frames are those kept), its start-up message off."""
+    stack depth (``frames``: the innermost frames are those kept), its start-up message off.
+    ``filename``: where the recording goes (a directory: JFR names the file by the JVM's pid),
+    the run's :data:`RECORDING_FILE` by default."""
+    target = filename or jfr_dir / RECORDING_FILE
     return [
-        f"-XX:StartFlightRecording=settings={jfr_dir / SETTINGS_FILE},filename={jfr_dir / RECORDING_FILE}",
+        f"-XX:StartFlightRecording=settings={jfr_dir / SETTINGS_FILE},filename={target}",
         f"-XX:FlightRecorderOptions=stackdepth={frames},repository={jfr_dir / REPOSITORY_DIR}",
         "-Xlog:jfr+startup=off",
     ]
@@ -122,6 +132,9 @@ class JavaRun:
     # Processes whose logs are the JVM's whatever files they wrote (record --pid: the recording is
     # written after the capture ends, so its writes cannot name the JVM's images)
     pids: frozenset[int] = frozenset()
+    # The recorded program is itself a JVM (its recording is RECORDING_FILE); else only the JVMs
+    # it starts are recorded, each into CHILDREN_DIR
+    top: bool = True
 
     def attribute(self, logdir: Path) -> dict[str, Any]:
         """After the run: join the recording to the logs and rewrite them (see the module's doc).
@@ -131,16 +144,23 @@ class JavaRun:
         if self.jfr_dir is None:
             return {}
         recording = self.jfr_dir / RECORDING_FILE
+        children = sorted(p for p in (self.jfr_dir / CHILDREN_DIR).glob("*.jfr") if _regular(p))
+        if not self.top and not children:
+            return {}  # the program started no JVM (or none lived to write its recording)
         logs = JvmLogs.read(logdir, self.jfr_dir, self.pids)
         join = Join()
         problem = None
         if self.java is None:
             problem = "no 'java' launcher found to read it with (a JDK's)"
-        elif not recording.is_file():
+        elif self.top and not recording.is_file():
             problem = f"{recording} was not written (JFR did not start, or the JVM was killed before its end)"
         else:
             try:
-                join.run(logs, read_events(self.java, recording, self.frames, self.offset_ns, self.cwd))
+                recordings = [recording] if self.top else []
+                join.run(
+                    logs,
+                    read_events(self.java, [*recordings, *children], self.frames, self.offset_ns, self.cwd),
+                )
             except JfrError as exc:
                 problem = str(exc)
                 join = Join()
@@ -154,25 +174,33 @@ def prepare(cmd: list[str], program: str, logdir: Path, frames: int) -> JavaRun:
     executable linking libjvm in ``JAVA_TOOL_OPTIONS``, which makes the JVM print "Picked up
     JAVA_TOOL_OPTIONS: ..." on stderr)."""
     kind = is_jvm(program)
-    if kind is None:
-        return JavaRun(cmd)
+    java = os.path.realpath(program) if kind == "launcher" else shutil.which("java")
+    if kind is None and java is None:
+        return JavaRun(cmd)  # no JVM here, nor one the program could start by name
     jfr_dir = (logdir / JFR_DIR).resolve()
     if any(c in str(jfr_dir) for c in UNSAFE_IN_OPTIONS):
         # JFR's options are split at commas, JAVA_TOOL_OPTIONS at white space: such a path would
         # make the JVM refuse to start
+        if kind is None:
+            return JavaRun(cmd)
         why = f"the log directory {logdir} has a comma or white space in its path"
         return JavaRun(cmd, not_started=f"JFR not started, the JVM's writes keep native signatures: {why}")
     jfr_dir.mkdir(parents=True, exist_ok=True)
     (jfr_dir / SETTINGS_FILE).write_text(settings_text())
-    (jfr_dir / RECORDING_FILE).unlink(missing_ok=True)  # a kept log directory's last recording
+    # a kept log directory's last recordings
+    (jfr_dir / RECORDING_FILE).unlink(missing_ok=True)
+    shutil.rmtree(jfr_dir / CHILDREN_DIR, ignore_errors=True)
+    (jfr_dir / CHILDREN_DIR).mkdir()
+    # A `java` the program runs itself gets JFR's options from the shim, recording into CHILDREN_DIR.
+    children = jvm_options(jfr_dir, frames, jfr_dir / CHILDREN_DIR)
+    env = dict(os.environ, **{SHIM_JFR_ENV: " ".join(children)})
+    run = JavaRun(cmd, env, jfr_dir, frames, java, clock_offset_ns(), top=kind is not None)
     options = jvm_options(jfr_dir, frames)
-    java = os.path.realpath(program) if kind == "launcher" else shutil.which("java")
-    run = JavaRun(cmd, None, jfr_dir, frames, java, clock_offset_ns())
     if kind == "launcher":
         run.cmd = [cmd[0], *options, *cmd[1:]]
-    else:
+    elif kind == "libjvm":
         theirs = os.environ.get("JAVA_TOOL_OPTIONS")
-        run.env = dict(os.environ, JAVA_TOOL_OPTIONS=" ".join([*([theirs] if theirs else []), *options]))
+        env["JAVA_TOOL_OPTIONS"] = " ".join([*([theirs] if theirs else []), *options])
     return run
 
 
@@ -196,6 +224,9 @@ class JfrEvent:
     start_ns: int
     end_ns: int
     frames: tuple[tuple[str, int], ...]
+    # The path as the program gave it, when relative (normalized): the JVM's working directory
+    # may not be ``cwd`` (a JVM a script started elsewhere), see :meth:`Join.records_of`
+    relative: str | None = None
 
 
 def unescape(text: bytes) -> str:
@@ -216,6 +247,7 @@ def parse_events(lines: Iterable[bytes], offset_ns: int, cwd: str) -> Iterator[J
     it = iter(lines)
     names: dict[bytes, tuple[str, int]] = {}  # a frame line -> the frame (call sites repeat)
     paths: dict[bytes, str] = {}
+    relative: dict[bytes, str | None] = {}
     for line in it:
         fields = line.rstrip(b"\n").split(b" ", 8)
         if len(fields) != 9 or fields[0] != b"E" or fields[1] not in (b"W", b"F"):
@@ -230,7 +262,9 @@ def parse_events(lines: Iterable[bytes], offset_ns: int, cwd: str) -> Iterator[J
                 frame = names[raw] = (unescape(name), max(int(number or b"x"), 0))
             frames.append(frame)
         if has_path == b"1" and path not in paths:
-            paths[path] = os.path.normpath(os.path.join(cwd, unescape(path)))
+            given = unescape(path)
+            paths[path] = os.path.normpath(os.path.join(cwd, given))
+            relative[path] = None if os.path.isabs(given) else os.path.normpath(given)
         begin = int(start) - offset_ns
         yield JfrEvent(
             force=kind == b"F",
@@ -240,15 +274,22 @@ def parse_events(lines: Iterable[bytes], offset_ns: int, cwd: str) -> Iterator[J
             start_ns=begin,
             end_ns=begin + max(int(duration), 0),
             frames=tuple(frames),
+            relative=relative.get(path) if has_path == b"1" else None,
         )
 
 
-def read_events(java: str, recording: Path, frames: int, offset_ns: int, cwd: str) -> Iterator[JfrEvent]:
-    """The FileWrite and FileForce events of ``recording`` (:func:`parse_events`), read by
-    :data:`READER` run with the JDK's ``java`` as a single-file source program, streamed."""
+def read_events(
+    java: str, recordings: list[Path], frames: int, offset_ns: int, cwd: str
+) -> Iterator[JfrEvent]:
+    """The FileWrite and FileForce events of ``recordings`` (:func:`parse_events`), read in
+    order by one run of :data:`READER` with the JDK's ``java`` as a single-file source program,
+    streamed."""
+    recording = recordings[0] if len(recordings) == 1 else recordings[0].parent
     try:
         proc = subprocess.Popen(
-            [java, str(READER), str(recording), str(frames)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            [java, str(READER), *map(str, recordings), str(frames)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
     except OSError as exc:
         raise JfrError(f"{java}: {exc.strerror or exc}") from None
@@ -386,7 +427,7 @@ class JvmLogs:
             name = image.paths.get(path)
             if name is None:
                 continue
-            if op == OP_WRITE and flags & ~VIA_SYSCALL == 0:
+            if op == OP_WRITE and flags & ~(VIA_SYSCALL | VIA_DIRECT) == 0:
                 self.writes.setdefault((tid, name), []).append((ts, length, (k, i)))
             elif op in (OP_FSYNC, OP_FDATASYNC):
                 self.syncs.setdefault((tid, name), []).append((ts, 1, (k, i)))
@@ -482,11 +523,28 @@ class Join:
                 )
                 self.no_path += len(evs) - self.join(evs, records, force)
                 continue
-            records = (logs.syncs if force else logs.writes).get((tid, path), [])
+            records = self.records_of(logs.syncs if force else logs.writes, tid, path, evs[0].relative)
             if not records:
                 self.no_file += len(evs)
                 continue
             self.unmatched += len(evs) - self.join(evs, records, force)
+
+    @staticmethod
+    def records_of(
+        by_file: dict[tuple[int, str], list[tuple[int, int, tuple[int, int]]]],
+        tid: int,
+        path: str,
+        relative: str | None,
+    ) -> list[tuple[int, int, tuple[int, int]]]:
+        """The records of thread ``tid`` on ``path``; for a path the program gave relative to a
+        working directory that is not the recording's, those on the one file of the thread
+        whose absolute path ends with it (none when several do)."""
+        records = by_file.get((tid, path), [])
+        if records or relative is None:
+            return records
+        tail = "/" + relative
+        found = [rs for (t, p), rs in by_file.items() if t == tid and p.endswith(tail)]
+        return found[0] if len(found) == 1 else []
 
     def join(self, evs: list[JfrEvent], records: list[tuple[int, int, tuple[int, int]]], force: bool) -> int:
         """Join ``evs`` in time order to ``records`` (in time order); how many were joined."""

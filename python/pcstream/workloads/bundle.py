@@ -46,6 +46,7 @@ SUITE: tuple[str, ...] = (
     "gcc",
     "mixed1",
     "mixed2",
+    "cassandra",
     "fio-uniform",
     "fio-zipf0.8",
     "fio-zipf1.2",

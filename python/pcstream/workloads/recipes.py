@@ -50,6 +50,9 @@ class Recipe:
     ssd: str = SUITE_SSD
     # Mount options of the file-system model (ext4 defaults plus discard when empty).
     mount_opts: str = ""
+    # Frames of a PC signature (`record --frames`): deep call paths (a JVM's) tell their writers
+    # apart only beyond the default's reach.
+    frames: int = 12
 
 
 # ------------------------------------------------------------------------------ checks
@@ -223,6 +226,94 @@ def tpcc(warehouses: int = TPCC_WAREHOUSES) -> str:
     return f"--warehouses {warehouses} --items 20000 --customers 1000"
 
 
+# Cassandra 5.0 from Maven Central (cassandra-all and its 98 dependencies, 64 MB, fetched once
+# into the user's cache by the set-up), one node on loopback in the scratch directory (its own
+# ports, so a server already running is never the one loaded), started by the recorded script:
+# the `java` it runs gets JFR's options from the shim, so commit log, memtable flush and
+# compaction are told apart by their Java call paths. The commit log is written with
+# `commitlog_disk_access_mode: direct` (O_DIRECT writes through FileChannel): Cassandra's default
+# maps the segments and stores into them, which no write hook sees. 64 MiB of memtable and a
+# 128 MiB commit-log budget make flushes frequent, as db_bench's small memtables do.
+CASSANDRA_VERSION = "5.0.2"
+CASSANDRA_PORTS = (19442, 17400)  # native transport (CQL), storage
+# YCSB-like load: 100,000 records of ten 400-byte fields (about 400 MB of live data, a third of
+# the aged file system's free space; size-tiered compaction may hold two copies of it at once,
+# and the commit log its budget), then 150,000 Zipfian updates (600 MB more).
+CASSANDRA_RECORDS = 100_000
+CASSANDRA_UPDATES = 150_000
+CASSANDRA_FIELD_BYTES = 400
+# Cassandra's JVM options for Java 17 (its conf/jvm17-server.options: the JDK internals it uses).
+CASSANDRA_EXPORTS = (
+    "java.base/jdk.internal.misc java.base/jdk.internal.ref java.base/sun.nio.ch "
+    "java.management.rmi/com.sun.jmx.remote.internal.rmi java.rmi/sun.rmi.registry "
+    "java.rmi/sun.rmi.server java.sql/java.sql java.base/java.lang.ref jdk.unsupported/sun.misc"
+)
+CASSANDRA_OPENS = (
+    "java.base/java.lang.module java.base/jdk.internal.loader java.base/jdk.internal.ref "
+    "java.base/jdk.internal.reflect java.base/jdk.internal.math java.base/jdk.internal.module "
+    "java.base/jdk.internal.util.jar jdk.management/com.sun.management.internal java.base/sun.nio.ch "
+    "java.base/java.io java.base/java.nio java.base/java.util.concurrent java.base/java.util "
+    "java.base/java.util.concurrent.atomic java.base/java.lang java.base/java.math "
+    "java.base/java.lang.reflect java.base/java.net"
+)
+CASSANDRA_SETUP = f"""
+cache="${{XDG_CACHE_HOME:-$HOME/.cache}}/pcstream/cassandra-{CASSANDRA_VERSION}"
+if [ ! -f "$cache/complete" ]; then
+  rm -rf "$cache.part" && mkdir -p "$cache.part"
+  cat > "$cache.part/pom.xml" <<'POM'
+<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>pcstream</groupId><artifactId>cassandra-recipe</artifactId><version>1</version>
+<dependencies><dependency><groupId>org.apache.cassandra</groupId><artifactId>cassandra-all</artifactId>
+<version>{CASSANDRA_VERSION}</version></dependency></dependencies></project>
+POM
+  mvn -q -B -f "$cache.part/pom.xml" dependency:copy-dependencies -DoutputDirectory="$cache.part/lib"
+  touch "$cache.part/complete" && rm -rf "$cache" && mv "$cache.part" "$cache"
+fi
+ln -s "$cache/lib" lib
+# The commit log is written with O_DIRECT: the scratch directory's file system must take it.
+dd if=/dev/zero of=direct.check bs=4096 count=1 oflag=direct status=none || {{
+  echo "the scratch directory's file system refuses O_DIRECT (tmpfs?): use a disk's" >&2; exit 1; }}
+rm -f direct.check
+cat > cassandra.yaml <<YAML
+cluster_name: pcstream
+num_tokens: 16
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+data_file_directories: [$PWD/data]
+commitlog_directory: $PWD/commitlog
+saved_caches_directory: $PWD/saved_caches
+hints_directory: $PWD/hints
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+commitlog_disk_access_mode: direct
+commitlog_total_space: 128MiB
+memtable_heap_space: 64MiB
+concurrent_compactors: 1
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "127.0.0.1:{CASSANDRA_PORTS[1]}"
+listen_address: 127.0.0.1
+rpc_address: 127.0.0.1
+storage_port: {CASSANDRA_PORTS[1]}
+native_transport_port: {CASSANDRA_PORTS[0]}
+endpoint_snitch: SimpleSnitch
+YAML
+"""
+# The node runs in the background; the load waits for its port; SIGTERM stops it (its shutdown
+# hook flushes the memtables, and JFR writes its recording). A failed load stops it too.
+CASSANDRA = f"""
+opts="-Xms1G -Xmx1G -Djdk.attach.allowAttachSelf=true"
+for m in {CASSANDRA_EXPORTS}; do opts="$opts --add-exports $m=ALL-UNNAMED"; done
+for m in {CASSANDRA_OPENS}; do opts="$opts --add-opens $m=ALL-UNNAMED"; done
+java $opts -Dcassandra.config=file://$PWD/cassandra.yaml -Dcassandra-foreground=true \\
+  -Dcassandra.storagedir=$PWD -cp "lib/*" org.apache.cassandra.service.CassandraDaemon >cassandra.out 2>&1 &
+node=$!
+trap 'kill -TERM $node 2>/dev/null; wait $node || true' EXIT
+{PY} -m pcstream.workloads.ycsb_cassandra --port {CASSANDRA_PORTS[0]} --records {CASSANDRA_RECORDS} \\
+  --updates {CASSANDRA_UPDATES} --field-bytes {CASSANDRA_FIELD_BYTES}
+"""
+
+
 RECIPES: dict[str, Recipe] = {
     r.name: r
     for r in [
@@ -279,6 +370,20 @@ RECIPES: dict[str, Recipe] = {
             (at_least_signatures(3), files_matching("pg_wal/"), files_matching("base/")),
             setup=PGBENCH_SETUP,
             seconds=200,
+        ),
+        Recipe(
+            "cassandra",
+            "Cassandra 5.0 (one node, Java call paths through JFR): YCSB-like load of 100,000 4 KB "
+            "records, then 150,000 Zipfian updates",
+            (("openjdk-17-jdk-headless", "javac"), ("maven", "mvn")),
+            CASSANDRA,
+            (at_least_signatures(3), files_matching("CommitLog-"), files_matching("-Data.db", 5)),
+            setup=CASSANDRA_SETUP,
+            seconds=300,
+            # SSTable writes of a flush and of a compaction share their 12 innermost Java frames
+            # (FileChannelImpl.write up to SortedTableWriter.append); their call paths part at
+            # the 13th, and the whole stacks are 22-27 frames deep.
+            frames=32,
         ),
         Recipe(
             "gcc",

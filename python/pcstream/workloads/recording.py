@@ -123,7 +123,7 @@ def run_recipe(
     try:
         # Stdio-heavy programs (cc1, shells) write a few bytes at a time: fold those runs.
         status, summary = shimrun.record(
-            ["bash", "-c", script], file_trace, RecordOptions(method=method, coalesce=True)
+            ["bash", "-c", script], file_trace, RecordOptions(method=method, frames=r.frames, coalesce=True)
         )
     finally:
         if not keep_work:
