@@ -353,6 +353,21 @@ def learned_tables(by: Runs, traces_dir: Path, ssd: str) -> tuple[dict[str, str]
     return cells, lines
 
 
+def learned_paragraph(traces_dir: Path | None, lines: list[str]) -> list[str]:
+    """The persistent-table lines of :func:`learned_tables` under their heading (none: nothing)."""
+    if not lines:
+        return []
+    return [
+        "The persistent table, per GC-bound workload: `pcstream` WAF with an empty table → "
+        "starting from the table `pcstream` saved on a second recording of the recipe "
+        f"(`{traces_dir}/{tables.TABLES_DIR}`, `make tables`), and the share of pages in "
+        "stream 0 (those written before their PC's lifetimes were known) —",
+        "",
+        *lines,
+        "",
+    ]
+
+
 # The block trace's op code of a write (crates/pcstream-core/src/request.rs).
 OP_WRITE = 0
 
@@ -496,19 +511,7 @@ def render(rows: list[dict[str, Any]], traces_dir: Path | None, ssd: str, source
         "",
         hints_line(traces_dir, by, modes) if traces_dir is not None else "",
         "",
-        *(
-            [
-                "The persistent table, per GC-bound workload: `pcstream` WAF with an empty table → "
-                "starting from the table `pcstream` saved on a second recording of the recipe "
-                f"(`{traces_dir}/{tables.TABLES_DIR}`, `make tables`), and the share of pages in "
-                "stream 0 (those written before their PC's lifetimes were known) —",
-                "",
-                *learned_lines,
-                "",
-            ]
-            if learned_lines
-            else []
-        ),
+        *learned_paragraph(traces_dir, learned_lines),
         "## Where pcstream does not win, and why",
         "",
         "On each workload where GC matters, every rival pcstream does not beat, with the runs' own "

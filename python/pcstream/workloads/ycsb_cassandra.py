@@ -28,7 +28,7 @@ FIELD_BYTES = 100
 # YCSB's Zipfian constant (ZipfianGenerator.ZIPFIAN_CONSTANT).
 ZIPF_THETA = 0.99
 # Rows handed to the driver per batch of concurrent statements (bounds what is held in memory).
-CHUNK = 4096
+CHUNK = 5000
 KEYSPACE = "ycsb"
 
 
