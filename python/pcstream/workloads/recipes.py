@@ -392,7 +392,7 @@ RECIPES: dict[str, Recipe] = {
             gcc(GCC_ROUNDS),
             (files_matching(".o", 20), deletes_files(20)),
             setup=GCC_SETUP,
-            seconds=720,
+            seconds=620,  # 604 s measured when the bundle was recorded
         ),
         Recipe(
             "mixed1",
