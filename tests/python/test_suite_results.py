@@ -188,3 +188,15 @@ def test_hints_line_sets_pcstream_against_manual_on_the_hinted_traces(tmp_path: 
     )
     # Without the runs, only the shares.
     assert "ManualStream on the programs' real hints" not in suite_results.hints_line(tmp_path)
+
+
+def test_the_share_of_the_gap_to_the_oracle_pcstream_closes() -> None:
+    runs = {"baseline": {"waf": 2.0}, "pcstream": {"waf": 1.75}, "oracle": {"waf": 1.0}}
+    assert suite_results.gap_closed(runs) == "; `pcstream` closes 25% of the gap to `oracle`"
+    worse = dict(runs, pcstream={"waf": 2.2})
+    assert suite_results.gap_closed(worse) == "; `pcstream` closes -20% of the gap to `oracle`"
+    assert (
+        suite_results.gap_closed({"baseline": {"waf": 1.0}, "pcstream": {"waf": 1.0}, "oracle": {"waf": 1.0}})
+        == ""
+    )
+    assert suite_results.gap_closed({"baseline": {"waf": 2.0}, "pcstream": {"waf": 1.0}}) == ""

@@ -303,8 +303,19 @@ def gc_bound(by: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
         best = ", ".join(f"`{p}` {waf:.3f}" for waf, p in ranked[:3])
         oracle = f"; `oracle` {r['oracle']['waf']:.3f}" if "oracle" in r else ""
         pc = f"; `pcstream` ranks {rank} of {len(ranked)}" if rank else ""
-        out.append(f"* {w} (baseline WAF {base:.3f}): best {best}{oracle}{pc}")
+        out.append(f"* {w} (baseline WAF {base:.3f}): best {best}{oracle}{pc}{gap_closed(r)}")
     return out
+
+
+def gap_closed(r: dict[str, dict[str, Any]]) -> str:
+    """The share of the gap between baseline and the oracle that pcstream closes,
+    (baseline − pcstream) / (baseline − oracle), as a clause ("" without the three runs or a gap)."""
+    if not all(p in r for p in ("baseline", "pcstream", "oracle")):
+        return ""
+    base, ours, best = (r[p]["waf"] for p in ("baseline", "pcstream", "oracle"))
+    if base - best <= TIE * base:
+        return ""
+    return f"; `pcstream` closes {(base - ours) / (base - best):.0%} of the gap to `oracle`"
 
 
 def persistent_table(traces: list[Path], ssd: str) -> dict[str, str]:
