@@ -144,6 +144,19 @@ def pc_file_amounts(trace: str) -> list[tuple[int, int, int]]:
     return [(int(pc), int(f), int(n)) for pc, f, n in engine().pc_file_amounts(trace)]
 
 
+def pc_labels(pcs_json: str, wanted: Sequence[str]) -> tuple[int, list[str]]:
+    """(the PCs of the ``pcstream.pcs`` table ``pcs_json``, the label of each PC of ``wanted``:
+    the frames that tell it from every PC of the table). ValueError for a table of the wrong shape."""
+    count, labels = engine().pc_labels(pcs_json, list(wanted))
+    return int(count), [str(label) for label in labels]
+
+
+def short_symbol(symbol: str) -> str:
+    """A demangled C++ name without its parameter list and qualifiers (``ns::f(int) const`` →
+    ``ns::f``); other names unchanged."""
+    return str(engine().short_symbol(symbol))
+
+
 def gen(kind: str, out: str, params: dict[str, str]) -> Json:
     """Write a synthetic block trace; returns {path, kind, seed, rows, writes, trims, reads,
     capacity_pages, files}, where writes, trims and reads are {requests, pages}."""

@@ -265,6 +265,24 @@ fn pc_file_amounts(py: Python<'_>, trace: &str) -> PyResult<Vec<(u64, u32, u64)>
         .map_err(trace_err)
 }
 
+/// (the PCs in the table, the label of each PC of `wanted`): the frames that tell each from every
+/// PC of the `pcstream.pcs` table `pcs_json`; a table of the wrong shape is a `ValueError`.
+#[pyfunction]
+fn pc_labels(
+    py: Python<'_>,
+    pcs_json: &str,
+    wanted: Vec<String>,
+) -> PyResult<(usize, Vec<String>)> {
+    py.allow_threads(|| pcstream_trace::pc_labels::label_table(pcs_json, &wanted))
+        .map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
+/// A demangled C++ name without its parameter list and qualifiers (`ns::f(int) const` → `ns::f`).
+#[pyfunction]
+fn short_symbol(symbol: &str) -> &str {
+    pcstream_trace::pc_labels::short_symbol(symbol)
+}
+
 fn gen_params(params: &BTreeMap<String, String>) -> PyResult<GenParams> {
     let mut p = GenParams::default();
     for (k, v) in params {
@@ -702,6 +720,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(footer_values, m)?)?;
     m.add_function(wrap_pyfunction!(pc_file_amounts, m)?)?;
+    m.add_function(wrap_pyfunction!(pc_labels, m)?)?;
+    m.add_function(wrap_pyfunction!(short_symbol, m)?)?;
     m.add_function(wrap_pyfunction!(gen, m)?)?;
     m.add_function(wrap_pyfunction!(bench_engine, m)?)?;
     m.add_function(wrap_pyfunction!(record_convert, m)?)?;
