@@ -131,6 +131,14 @@ def info(trace: str) -> Json:
     return _decode(engine().info(trace))
 
 
+def info_labelled(trace: str) -> tuple[Json, dict[str, str] | None]:
+    """:func:`info`, and the label of each of its top PCs (``pcs.top``, PC 0 left out): the frames
+    that tell it from every PC of the trace's ``pcstream.pcs`` (None when the trace names no PC),
+    from the PC table the engine parses once for both."""
+    summary, labels = engine().info_labelled(trace)
+    return _decode(summary), None if labels is None else {str(sig): str(text) for sig, text in labels}
+
+
 def footer_values(trace: str) -> dict[str, str]:
     """The footer's key-value pairs of a Parquet file (the last value of a key given twice), after
     the trace readers' checks of the footer: an engine InputError when they fail."""

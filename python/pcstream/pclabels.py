@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from pcstream import api, tracemeta
-from pcstream.errors import InputError
 from pcstream.pcfiles import files_by_pc, files_text
 
 Frame = Mapping[str, Any]
@@ -128,29 +127,19 @@ def trace_labels(
     return label_pcs(frames, files_by_pc(trace), sigs)
 
 
-def label_info(trace: str | Path, summary: dict[str, Any]) -> None:
-    """Add ``label`` to the top PCs of an ``info`` summary (``pcs.top``) when the trace names its
-    PCs (``pcstream.pcs``); PC 0 is the writes no program context was recorded for."""
+def label_info(trace: str | Path, summary: dict[str, Any], frames: Mapping[str, str] | None) -> None:
+    """Add ``label`` to the top PCs of an ``info`` summary (``pcs.top``) from the labels' frames
+    the engine chose (:func:`pcstream.api.info_labelled`; None when the trace names no PCs) and
+    the files each PC writes; PC 0 is the writes no program context was recorded for."""
     top = (summary.get("pcs") or {}).get("top")
-    if not isinstance(top, list) or not top:
+    if not isinstance(top, list) or not top or frames is None:
         return
-    sigs = [str(entry.get("pc")) for entry in top if isinstance(entry, dict)]
-    wanted = list(dict.fromkeys(s for s in sigs if s != "0"))
-    try:
-        footer = tracemeta.footer(trace)  # read once for the PCs and the file names
-        table = tracemeta.get(footer, tracemeta.KEY_PCS)
-        if table is None:
-            return
-        count, texts = api.pc_labels(table, wanted)
-    except (OSError, ValueError, InputError):
-        return
-    if not count:
-        return
-    files = files_by_pc(trace, footer, set(wanted))
-    labels = {sig: PcLabel(sig, text, files_text(files.get(sig, {}))) for sig, text in zip(wanted, texts)}
+    files = files_by_pc(trace, None, set(frames))
     for entry in top:
         if isinstance(entry, dict):
             sig = str(entry.get("pc"))
             entry["label"] = (
-                labels[sig].text if sig in labels else "no PC (file-system metadata and journal, or unknown)"
+                PcLabel(sig, frames[sig], files_text(files.get(sig, {}))).text
+                if sig in frames
+                else "no PC (file-system metadata and journal, or unknown)"
             )

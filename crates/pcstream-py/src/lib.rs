@@ -17,8 +17,11 @@ use pcstream_trace::input_file::{
     read_capped, MIX_SPEC_MAX_BYTES, PC_TABLE_MAX_BYTES, SSD_CONFIG_MAX_BYTES,
 };
 use pcstream_trace::map::aging::{self, AgingSpec};
+use pcstream_trace::pc_labels::TopLabels;
 use pcstream_trace::replay::run_with_table_file;
-use pcstream_trace::{cancel, generate_to_file, summarize, GenParams, RunError, TraceError};
+use pcstream_trace::{
+    cancel, generate_to_file, summarize, summarize_labelled, GenParams, RunError, TraceError,
+};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -247,6 +250,15 @@ fn table_streams(
 fn info(py: Python<'_>, trace: &str) -> PyResult<String> {
     py.allow_threads(|| summarize(Path::new(trace)))
         .map(|v| v.to_string())
+        .map_err(trace_err)
+}
+
+/// `info`'s summary, and the labels of its top PCs (signature, label; None when the trace names
+/// no PC): from the PC table read once.
+#[pyfunction]
+fn info_labelled(py: Python<'_>, trace: &str) -> PyResult<(String, TopLabels)> {
+    py.allow_threads(|| summarize_labelled(Path::new(trace), true))
+        .map(|(summary, labels)| (summary.to_string(), labels))
         .map_err(trace_err)
 }
 
@@ -718,6 +730,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(table_streams, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(info_labelled, m)?)?;
     m.add_function(wrap_pyfunction!(footer_values, m)?)?;
     m.add_function(wrap_pyfunction!(pc_file_amounts, m)?)?;
     m.add_function(wrap_pyfunction!(pc_labels, m)?)?;

@@ -35,7 +35,8 @@ pub mod record;
 pub mod replay;
 
 pub use blocktrace::{
-    scan_capacity, summarize, BlockTraceReader, BlockTraceWriter, Prefetch, TraceMeta,
+    scan_capacity, summarize, summarize_labelled, BlockTraceReader, BlockTraceWriter, Prefetch,
+    TraceMeta,
 };
 pub use error::TraceError;
 pub use gen::{generate, generate_to_file, GenError, GenParams, MixSpec, SstAlloc};

@@ -23,22 +23,44 @@ mod names;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-use serde::Deserialize;
+use serde_json::Value;
 
 pub use names::short_symbol;
 
 /// One frame of a PC's call path, as `pcstream.pcs` holds it (`module_id` is not needed here).
-#[derive(Debug, Clone, Deserialize)]
-pub struct Frame {
-    pub module: String,
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    pub module: &'a str,
     pub offset: u64,
     /// None for a frame without a symbol (absent, null or empty).
-    #[serde(default, deserialize_with = "symbol")]
-    pub symbol: Option<String>,
+    pub symbol: Option<&'a str>,
 }
 
-fn symbol<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    Ok(Option::<String>::deserialize(d)?.filter(|s| !s.is_empty()))
+impl<'a> Frame<'a> {
+    /// The frame `{module: string, offset: integer ≥ 0, symbol?: string}`; None for another shape.
+    fn of(frame: &'a Value) -> Option<Frame<'a>> {
+        let symbol = match frame.get("symbol") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_str()?).filter(|s| !s.is_empty()),
+        };
+        Some(Frame {
+            module: frame.get("module")?.as_str()?,
+            offset: frame.get("offset")?.as_u64()?,
+            symbol,
+        })
+    }
+}
+
+/// Signature → frames of the `pcstream.pcs` table `pcs`; None when it has another shape.
+pub fn table_of(pcs: &Value) -> Option<Vec<(&str, Vec<Frame<'_>>)>> {
+    pcs.as_object()?
+        .iter()
+        .map(|(sig, path)| Some((sig.as_str(), path_of(path)?)))
+        .collect()
+}
+
+fn path_of(path: &Value) -> Option<Vec<Frame<'_>>> {
+    path.as_array()?.iter().map(Frame::of).collect()
 }
 
 /// Where every process or thread starts: no context for a label.
@@ -62,17 +84,37 @@ const RUNTIME_MODULES: [&str; 3] = ["libc.so", "ld-linux", "libpthread.so"];
 /// without frames reads `PC <signature>`), each telling its PC from every PC of the table
 /// `pcs_json` (`pcstream.pcs`). Returns (the PCs in the table, the labels in `wanted`'s order).
 pub fn label_table(pcs_json: &str, wanted: &[String]) -> Result<(usize, Vec<String>), String> {
-    let table: BTreeMap<String, Vec<Frame>> = serde_json::from_str(pcs_json)
-        .map_err(|e| format!("pcstream.pcs is not a table {{\"signature\": [frames]}} ({e})"))?;
+    let shape = "pcstream.pcs is not a table {\"signature\": [{module, offset, symbol?}]}";
+    let pcs: Value = serde_json::from_str(pcs_json).map_err(|e| format!("{shape} ({e})"))?;
+    let table = table_of(&pcs).ok_or_else(|| shape.to_string())?;
     Ok((table.len(), label_pcs(&table, wanted)))
 }
 
+/// (signature, label) of each top PC of a summary; None: no labels (the trace names no PC).
+pub type TopLabels = Option<Vec<(String, String)>>;
+
+/// The labels of the top PCs of an `info` summary (`pcs.top[].pc`; PC 0, writes without a
+/// recorded context, left out), as (signature, label), from the trace's `pcstream.pcs` table
+/// `pcs`; None when the table names no PC (or has another shape, which the readers refuse).
+pub fn label_top(summary: &Value, pcs: &Value) -> TopLabels {
+    let table = table_of(pcs).filter(|t| !t.is_empty())?;
+    let top = summary.pointer("/pcs/top")?.as_array()?;
+    let mut wanted: Vec<String> = vec![];
+    for sig in top.iter().filter_map(|e| e.get("pc")?.as_str()) {
+        if sig != "0" && !wanted.iter().any(|w| w == sig) {
+            wanted.push(sig.to_string());
+        }
+    }
+    let labels = label_pcs(&table, &wanted);
+    Some(wanted.into_iter().zip(labels).collect())
+}
+
 /// [`label_table`] on a table already read.
-pub fn label_pcs(table: &BTreeMap<String, Vec<Frame>>, wanted: &[String]) -> Vec<String> {
+pub fn label_pcs(table: &[(&str, Vec<Frame<'_>>)], wanted: &[String]) -> Vec<String> {
     let framed: Vec<(&str, &[Frame])> = table
         .iter()
         .filter(|(_, path)| !path.is_empty())
-        .map(|(sig, path)| (sig.as_str(), path.as_slice()))
+        .map(|(sig, path)| (*sig, path.as_slice()))
         .collect();
     let labeller = Labeller::new(&framed);
     let mut options: FxHashMap<&str, Vec<Choice>> = FxHashMap::default();
@@ -187,7 +229,7 @@ impl Index {
 /// The facts of every frame of every PC a label is chosen from (read once: linear in the frames)
 /// and how many PCs share each frame; the sets of them are built only when first needed.
 struct Labeller<'a> {
-    paths: Vec<&'a [Frame]>,
+    paths: Vec<&'a [Frame<'a>]>,
     facts: Vec<Vec<Fact>>,
     count_on_path: Vec<usize>,
     count_at_depth: FxHashMap<(usize, u32), usize>,
@@ -197,16 +239,16 @@ struct Labeller<'a> {
 }
 
 impl<'a> Labeller<'a> {
-    fn new(framed: &[(&str, &'a [Frame])]) -> Labeller<'a> {
+    fn new(framed: &[(&str, &'a [Frame<'a>])]) -> Labeller<'a> {
         let mut names: FxHashMap<(&str, Option<&str>, u64), u32> = FxHashMap::default();
         let mut sites: FxHashMap<(&str, u64), u32> = FxHashMap::default();
         let mut facts = Vec::with_capacity(framed.len());
         for &(_, path) in framed {
             let read = |f: &'a Frame| {
-                let symbol = f.symbol.as_deref();
+                let symbol = f.symbol;
                 // a named frame's key is its symbol, not its offset (0 for all of them)
                 let key = (
-                    f.module.as_str(),
+                    f.module,
                     symbol,
                     if symbol.is_some() { 0 } else { f.offset },
                 );
@@ -214,13 +256,13 @@ impl<'a> Labeller<'a> {
                 let s = sites.len() as u32;
                 Fact {
                     name: *names.entry(key).or_insert(n),
-                    site: *sites.entry((f.module.as_str(), f.offset)).or_insert(s),
+                    site: *sites.entry((f.module, f.offset)).or_insert(s),
                     named: symbol.is_some(),
                     startup: match symbol {
                         Some(symbol) => STARTUP_SYMBOLS.contains(&short_symbol(symbol)),
                         None => RUNTIME_MODULES
                             .iter()
-                            .any(|m| names::base_name(&f.module).starts_with(m)),
+                            .any(|m| names::base_name(f.module).starts_with(m)),
                     },
                 }
             };

@@ -79,14 +79,14 @@ fn module_offset(frame: &Frame) -> String {
     let module = if frame.module.is_empty() {
         "?"
     } else {
-        base_name(&frame.module)
+        base_name(frame.module)
     };
     format!("{module}+{:#x}", frame.offset)
 }
 
 /// The frame's short symbol when it has one, else `module+0xOFFSET`.
 pub(super) fn frame_name(frame: &Frame) -> String {
-    match &frame.symbol {
+    match frame.symbol {
         Some(symbol) => short_symbol(symbol).to_string(),
         None => module_offset(frame),
     }
@@ -94,7 +94,7 @@ pub(super) fn frame_name(frame: &Frame) -> String {
 
 /// The frame with its call site even when it has a symbol (two call sites in one function).
 pub(super) fn exact_name(frame: &Frame) -> String {
-    match &frame.symbol {
+    match frame.symbol {
         Some(symbol) => format!("{} ({})", short_symbol(symbol), module_offset(frame)),
         None => module_offset(frame),
     }
@@ -160,10 +160,10 @@ mod tests {
 
     #[test]
     fn frames_without_symbols_read_as_module_and_offset() {
-        let frame = |module: &str, symbol: Option<&str>| Frame {
-            module: module.into(),
+        let frame = |module: &'static str, symbol: Option<&'static str>| Frame {
+            module,
             offset: 0x11a0,
-            symbol: symbol.map(String::from),
+            symbol,
         };
         assert_eq!(
             frame_name(&frame("/usr/lib/libc.so.6", None)),
