@@ -20,8 +20,6 @@
 
 mod names;
 
-use std::collections::BTreeMap;
-
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
@@ -117,40 +115,44 @@ pub fn label_pcs(table: &[(&str, Vec<Frame<'_>>)], wanted: &[String]) -> Vec<Str
         .map(|(sig, path)| (*sig, path.as_slice()))
         .collect();
     let labeller = Labeller::new(&framed);
-    let mut options: FxHashMap<&str, Vec<Choice>> = FxHashMap::default();
-    let mut texts: BTreeMap<&str, String> = BTreeMap::new();
-    for (pc, &(sig, _)) in framed.iter().enumerate() {
-        let found = labeller.options(pc);
-        texts.insert(sig, labeller.best(pc, &found));
-        options.insert(sig, found);
-    }
+    let options: Vec<Vec<Choice>> = (0..framed.len()).map(|pc| labeller.options(pc)).collect();
+    // (signature, text): every framed PC (its index in `framed`), then the PCs asked for without
+    // frames.
+    let mut texts: Vec<(&str, String)> = framed
+        .iter()
+        .zip(&options)
+        .enumerate()
+        .map(|(pc, (&(sig, _), found))| (sig, labeller.best(pc, found)))
+        .collect();
+    let mut at: FxHashMap<&str, usize> = framed.iter().enumerate().map(|(k, p)| (p.0, k)).collect();
     for sig in wanted {
-        texts
-            .entry(sig.as_str())
-            .or_insert_with(|| format!("PC {sig}"));
+        at.entry(sig.as_str()).or_insert_with(|| {
+            texts.push((sig.as_str(), format!("PC {sig}")));
+            texts.len() - 1
+        });
     }
-    let index: FxHashMap<&str, usize> = framed.iter().enumerate().map(|(k, p)| (p.0, k)).collect();
     // Equal texts: the first option (what the others lack), then the signature appended (twins
     // over the same frames, or modules with the same file name).
     for pass in 0..2 {
-        let mut seen: FxHashMap<String, usize> = FxHashMap::default();
-        for text in texts.values() {
-            *seen.entry(text.clone()).or_default() += 1;
+        let mut seen: FxHashMap<&str, usize> = FxHashMap::default();
+        for (_, text) in &texts {
+            *seen.entry(text.as_str()).or_default() += 1;
         }
-        for (sig, text) in texts.iter_mut() {
-            if seen[text.as_str()] < 2 {
+        let twice: Vec<bool> = texts.iter().map(|(_, t)| seen[t.as_str()] > 1).collect();
+        for (k, (sig, text)) in texts.iter_mut().enumerate() {
+            if !twice[k] {
                 continue;
             }
             if pass == 1 {
                 *text = format!("{text} (PC {sig})");
-            } else if let Some(first) = options.get(sig).map(|o| &o[0]) {
-                *text = labeller.text(index[sig], first);
+            } else if k < framed.len() {
+                *text = labeller.text(k, &options[k][0]);
             }
         }
     }
     wanted
         .iter()
-        .map(|sig| texts[sig.as_str()].clone())
+        .map(|sig| texts[at[sig.as_str()]].1.clone())
         .collect()
 }
 
@@ -240,37 +242,40 @@ struct Labeller<'a> {
 
 impl<'a> Labeller<'a> {
     fn new(framed: &[(&str, &'a [Frame<'a>])]) -> Labeller<'a> {
-        let mut names: FxHashMap<(&str, Option<&str>, u64), u32> = FxHashMap::default();
+        let mut keys: FxHashMap<(&str, Option<&str>, u64), u32> = FxHashMap::default();
         let mut sites: FxHashMap<(&str, u64), u32> = FxHashMap::default();
+        let mut startup: Vec<bool> = vec![]; // per name key: a frame of process start-up
         let mut facts = Vec::with_capacity(framed.len());
         for &(_, path) in framed {
-            let read = |f: &'a Frame| {
-                let symbol = f.symbol;
+            let mut read = |f: &'a Frame| {
                 // a named frame's key is its symbol, not its offset (0 for all of them)
                 let key = (
                     f.module,
-                    symbol,
-                    if symbol.is_some() { 0 } else { f.offset },
+                    f.symbol,
+                    if f.symbol.is_some() { 0 } else { f.offset },
                 );
-                let n = names.len() as u32;
-                let s = sites.len() as u32;
-                Fact {
-                    name: *names.entry(key).or_insert(n),
-                    site: *sites.entry((f.module, f.offset)).or_insert(s),
-                    named: symbol.is_some(),
-                    startup: match symbol {
+                let name = *keys.entry(key).or_insert_with(|| {
+                    startup.push(match f.symbol {
                         Some(symbol) => STARTUP_SYMBOLS.contains(&short_symbol(symbol)),
                         None => RUNTIME_MODULES
                             .iter()
                             .any(|m| names::base_name(f.module).starts_with(m)),
-                    },
+                    });
+                    startup.len() as u32 - 1
+                });
+                let s = sites.len() as u32;
+                Fact {
+                    name,
+                    site: *sites.entry((f.module, f.offset)).or_insert(s),
+                    named: f.symbol.is_some(),
+                    startup: startup[name as usize],
                 }
             };
-            facts.push(path.iter().map(read).collect::<Vec<Fact>>());
+            facts.push(path.iter().map(&mut read).collect::<Vec<Fact>>());
         }
-        let mut count_on_path = vec![0usize; names.len()];
+        let mut count_on_path = vec![0usize; keys.len()];
         let mut count_at_depth: FxHashMap<(usize, u32), usize> = FxHashMap::default();
-        let mut last_pc = vec![usize::MAX; names.len()];
+        let mut last_pc = vec![usize::MAX; keys.len()];
         for (pc, path) in facts.iter().enumerate() {
             for (depth, fact) in path.iter().enumerate() {
                 *count_at_depth.entry((depth, fact.name)).or_default() += 1;
