@@ -89,11 +89,11 @@ fn twins_frameless_and_absent_pcs_still_differ() {
     assert_eq!(label_table("{}", &[]).unwrap(), (0, vec![]));
 }
 
-/// A label is the same whichever PCs are asked for, and the work stays linear: 20,000 PCs,
-/// each with a frame of its own, take well under a second.
+/// A label is the same whichever PCs are asked for: every PC of the table is labelled. (The time
+/// on 20,000 PCs is checked on the whole command: tests/python/test_inputs_by_type.py.)
 #[test]
-fn every_pc_is_labelled_and_twenty_thousand_are_quick() {
-    let table: serde_json::Map<String, serde_json::Value> = (0..20_000u64)
+fn every_pc_is_labelled_whichever_are_asked_for() {
+    let table: serde_json::Map<String, serde_json::Value> = (0..2_000u64)
         .map(|i| {
             let path = json!([
                 fr("/usr/lib/libc.so.6", 0x11a0, "write"),
@@ -109,10 +109,8 @@ fn every_pc_is_labelled_and_twenty_thousand_are_quick() {
         })
         .collect();
     let table = serde_json::Value::from(table);
-    let start = std::time::Instant::now();
-    let got = labels(&table, &["20999", "1000"]);
-    assert!(start.elapsed().as_secs_f64() < 5.0, "{:?}", start.elapsed());
-    assert_eq!(got, ["layer_49 → writer_19999", "layer_0 → writer_0"]);
+    let got = labels(&table, &["2999", "1000"]);
+    assert_eq!(got, ["layer_49 → writer_1999", "layer_0 → writer_0"]);
     assert_eq!(labels(&table, &["1000"]), ["layer_0 → writer_0"]);
 }
 
