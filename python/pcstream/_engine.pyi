@@ -49,6 +49,17 @@ def simulate(
 def info(trace: str) -> str:
     """JSON summary of a block trace."""
 
+def info_labelled(trace: str) -> tuple[str, list[tuple[str, str]] | None]:
+    """:func:`info`, and (signature, label) of each of its top PCs but PC 0 (None when the trace
+    names no PC)."""
+
+def pc_labels(pcs_json: str, wanted: list[str]) -> tuple[int, list[str]]:
+    """(the PCs of the ``pcstream.pcs`` table ``pcs_json``, the label of each PC of ``wanted``);
+    ValueError for a table of another shape."""
+
+def short_symbol(symbol: str) -> str:
+    """A demangled C++ name without its parameter list and qualifiers."""
+
 def footer_values(trace: str) -> list[tuple[str, str]]:
     """The footer's key-value pairs of the Parquet file ``trace``, in file order."""
 

@@ -131,6 +131,14 @@ def info(trace: str) -> Json:
     return _decode(engine().info(trace))
 
 
+def info_labelled(trace: str) -> tuple[Json, dict[str, str] | None]:
+    """:func:`info`, and the label of each of its top PCs (``pcs.top``, PC 0 left out): the frames
+    that tell it from every PC of the trace's ``pcstream.pcs`` (None when the trace names no PC),
+    from the PC table the engine parses once for both."""
+    summary, labels = engine().info_labelled(trace)
+    return _decode(summary), None if labels is None else {str(sig): str(text) for sig, text in labels}
+
+
 def footer_values(trace: str) -> dict[str, str]:
     """The footer's key-value pairs of a Parquet file (the last value of a key given twice), after
     the trace readers' checks of the footer: an engine InputError when they fail."""
@@ -142,6 +150,19 @@ def pc_file_amounts(trace: str) -> list[tuple[int, int, int]]:
     block trace's writes by ``file``, bytes of a file-level trace's ``write`` rows by ``path``;
     rows without a PC or a file are left out. Streams the trace."""
     return [(int(pc), int(f), int(n)) for pc, f, n in engine().pc_file_amounts(trace)]
+
+
+def pc_labels(pcs_json: str, wanted: Sequence[str]) -> tuple[int, list[str]]:
+    """(the PCs of the ``pcstream.pcs`` table ``pcs_json``, the label of each PC of ``wanted``:
+    the frames that tell it from every PC of the table). ValueError for a table of the wrong shape."""
+    count, labels = engine().pc_labels(pcs_json, list(wanted))
+    return int(count), [str(label) for label in labels]
+
+
+def short_symbol(symbol: str) -> str:
+    """A demangled C++ name without its parameter list and qualifiers (``ns::f(int) const`` →
+    ``ns::f``); other names unchanged."""
+    return str(engine().short_symbol(symbol))
 
 
 def gen(kind: str, out: str, params: dict[str, str]) -> Json:

@@ -276,8 +276,9 @@ def test_the_info_command_on_20000_pcs_is_quick_and_imports_only_what_it_needs(t
         took = time.monotonic() - start
         assert run.status == 0, run.stderr
         assert "writer_19999" in run.stdout, run.stdout[-2000:]
-        # the whole command, start-up included: about 2 s on 2 cores; quadratic, minutes
-        assert took < 10, f"pcstream info {' '.join(args)} on 20,000 PCs took {took:.1f} s"
+        # the whole command, start-up included: about 1 s on 2 cores busy with other builds (the
+        # engine labels the PCs from the table it parsed once); quadratic, minutes
+        assert took < 5, f"pcstream info {' '.join(args)} on 20,000 PCs took {took:.1f} s"
     # What keeps it short: no Parquet library in Python (the engine reads the footer and what
     # each PC writes), and nothing only other verbs need (record's loop devices, numpy).
     proc = subprocess.run(

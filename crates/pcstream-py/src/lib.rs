@@ -17,8 +17,11 @@ use pcstream_trace::input_file::{
     read_capped, MIX_SPEC_MAX_BYTES, PC_TABLE_MAX_BYTES, SSD_CONFIG_MAX_BYTES,
 };
 use pcstream_trace::map::aging::{self, AgingSpec};
+use pcstream_trace::pc_labels::TopLabels;
 use pcstream_trace::replay::run_with_table_file;
-use pcstream_trace::{cancel, generate_to_file, summarize, GenParams, RunError, TraceError};
+use pcstream_trace::{
+    cancel, generate_to_file, summarize, summarize_labelled, GenParams, RunError, TraceError,
+};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -250,6 +253,15 @@ fn info(py: Python<'_>, trace: &str) -> PyResult<String> {
         .map_err(trace_err)
 }
 
+/// `info`'s summary, and the labels of its top PCs (signature, label; None when the trace names
+/// no PC): from the PC table read once.
+#[pyfunction]
+fn info_labelled(py: Python<'_>, trace: &str) -> PyResult<(String, TopLabels)> {
+    py.allow_threads(|| summarize_labelled(Path::new(trace), true))
+        .map(|(summary, labels)| (summary.to_string(), labels))
+        .map_err(trace_err)
+}
+
 /// The footer's key-value pairs of the Parquet file `trace`, in file order.
 #[pyfunction]
 fn footer_values(py: Python<'_>, trace: &str) -> PyResult<Vec<(String, String)>> {
@@ -263,6 +275,24 @@ fn footer_values(py: Python<'_>, trace: &str) -> PyResult<Vec<(String, String)>>
 fn pc_file_amounts(py: Python<'_>, trace: &str) -> PyResult<Vec<(u64, u32, u64)>> {
     py.allow_threads(|| pcstream_trace::pc_files::pc_file_amounts(Path::new(trace)))
         .map_err(trace_err)
+}
+
+/// (the PCs in the table, the label of each PC of `wanted`): the frames that tell each from every
+/// PC of the `pcstream.pcs` table `pcs_json`; a table of the wrong shape is a `ValueError`.
+#[pyfunction]
+fn pc_labels(
+    py: Python<'_>,
+    pcs_json: &str,
+    wanted: Vec<String>,
+) -> PyResult<(usize, Vec<String>)> {
+    py.allow_threads(|| pcstream_trace::pc_labels::label_table(pcs_json, &wanted))
+        .map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
+/// A demangled C++ name without its parameter list and qualifiers (`ns::f(int) const` → `ns::f`).
+#[pyfunction]
+fn short_symbol(symbol: &str) -> &str {
+    pcstream_trace::pc_labels::short_symbol(symbol)
 }
 
 fn gen_params(params: &BTreeMap<String, String>) -> PyResult<GenParams> {
@@ -700,8 +730,11 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(table_streams, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(info_labelled, m)?)?;
     m.add_function(wrap_pyfunction!(footer_values, m)?)?;
     m.add_function(wrap_pyfunction!(pc_file_amounts, m)?)?;
+    m.add_function(wrap_pyfunction!(pc_labels, m)?)?;
+    m.add_function(wrap_pyfunction!(short_symbol, m)?)?;
     m.add_function(wrap_pyfunction!(gen, m)?)?;
     m.add_function(wrap_pyfunction!(bench_engine, m)?)?;
     m.add_function(wrap_pyfunction!(record_convert, m)?)?;

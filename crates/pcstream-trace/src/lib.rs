@@ -11,6 +11,7 @@
 //!   keys and pairs, atomic writing).
 //! - [`input_file`]: every input file opened by its type, small text files read with a cap.
 //! - [`pc_files`]: a trace's footer pairs and what each PC writes to each file (the PC labels).
+//! - [`pc_labels`]: the labels that tell a trace's PCs apart by the frames of their call paths.
 //! - [`replay`]: drives a block trace through the engine (`pcstream-core`); [`bench`] times it.
 //! - [`cancel`]: the request to stop long work (a signal), and the outputs finished before it.
 
@@ -29,11 +30,13 @@ pub mod map;
 pub mod meminfo;
 pub mod parquet;
 pub mod pc_files;
+pub mod pc_labels;
 pub mod record;
 pub mod replay;
 
 pub use blocktrace::{
-    scan_capacity, summarize, BlockTraceReader, BlockTraceWriter, Prefetch, TraceMeta,
+    scan_capacity, summarize, summarize_labelled, BlockTraceReader, BlockTraceWriter, Prefetch,
+    TraceMeta,
 };
 pub use error::TraceError;
 pub use gen::{generate, generate_to_file, GenError, GenParams, MixSpec, SstAlloc};

@@ -74,8 +74,8 @@ def command(trace: str, as_json: bool) -> None:
     footer names its PCs (pcstream.pcs) gets a label per top PC: the frames that tell it from the
     trace's other PCs and the files it writes most (docs/REPORT.md, "PC labels")."""
     require_file(trace, "trace file")
-    summary = api.info(trace)
-    pclabels.label_info(trace, summary)
+    summary, frames = api.info_labelled(trace)
+    pclabels.label_info(trace, summary, frames)
     if as_json:
         print_json(summary)
         return

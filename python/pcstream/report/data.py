@@ -290,7 +290,10 @@ def _trace_labels(
         note = None
     except (OSError, ValueError, KeyError, InputError) as exc:
         files, note = {}, f"{trace}: files written per PC unavailable ({exc})"
-    return pclabels.label_pcs(frames, files), note
+    try:
+        return pclabels.label_pcs(frames, files), note
+    except ValueError as exc:  # frames of another shape than pcstream.pcs gives them
+        return {}, f"{trace}: {exc}"
 
 
 def pc_tables(sweep: Sweep) -> list[PcTable]:

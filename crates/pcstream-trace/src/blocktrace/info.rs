@@ -21,6 +21,7 @@ use serde_json::json;
 
 use super::reader::{scan_capacity, BlockTraceReader};
 use crate::error::TraceError;
+use crate::pc_labels::{label_top, TopLabels};
 
 /// Names of the `meta` classes 0..=5, in the order of `pcstream_core::request::meta`.
 pub const META_CLASSES: [&str; 6] = ["data", "journal", "inode", "directory", "bitmap", "other"];
@@ -126,8 +127,17 @@ impl Tally {
 
 /// Summarise the trace at `path`; see the module documentation for the fields.
 pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
+    summarize_labelled(path, false).map(|(summary, _)| summary)
+}
+
+/// [`summarize`], and when `labels` the labels of its top PCs ([`label_top`]): from the PC table
+/// the reader parsed for the summary, so `pcstream info` parses it once.
+pub fn summarize_labelled(
+    path: &Path,
+    labels: bool,
+) -> Result<(serde_json::Value, TopLabels), TraceError> {
     if crate::filetrace::info::is_file_trace(path) {
-        return crate::filetrace::info::summarize(path);
+        return crate::filetrace::info::summarize_labelled(path, labels);
     }
     let mut r = BlockTraceReader::open(path)?;
     let (capacity, scanned) = match r.meta().capacity_pages {
@@ -150,7 +160,7 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
     let m = r.meta();
     let page = m.page_bytes as u64;
     let pair = |o: (u64, u64)| json!({"requests": o.0, "pages": o.1});
-    Ok(json!({
+    let summary = json!({
         "kind": "block",
         "path": path.display().to_string(),
         "source": m.source,
@@ -175,5 +185,7 @@ pub fn summarize(path: &Path) -> Result<serde_json::Value, TraceError> {
         // The aged state (`map --age`): the leading rows, counted in `writes` too.
         "aged_rows": m.aged.map_or(0, |a| a.rows),
         "aged_pages": m.aged.map_or(0, |a| a.pages),
-    }))
+    });
+    let top = labels.then(|| label_top(&summary, &m.pcs)).flatten();
+    Ok((summary, top))
 }

@@ -9,6 +9,6 @@ pub mod reader;
 pub mod writer;
 
 pub use format::{AgedRows, TraceMeta, PAGE_BYTES};
-pub use info::summarize;
+pub use info::{summarize, summarize_labelled};
 pub use reader::{scan_capacity, BlockTraceReader, Prefetch};
 pub use writer::{BlockTraceWriter, DEFAULT_ROW_GROUP_ROWS};

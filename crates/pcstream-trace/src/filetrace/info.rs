@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use super::flags::{HINT_INVALID, HINT_REFUSED, VIA_RECOVERED, VIA_STDIO_INLINE, VIA_URING};
 use super::{FileEvent, FileOp, FileTraceReader, KEY_PATHS};
 use crate::error::TraceError;
+use crate::pc_labels::{label_top, TopLabels};
 
 /// Entries in each top list.
 pub const TOP: usize = 10;
@@ -176,6 +177,11 @@ impl Tally {
 
 /// Summarise the file-level trace at `path`; see the module documentation for the fields.
 pub fn summarize(path: &Path) -> Result<Value, TraceError> {
+    summarize_labelled(path, false).map(|(summary, _)| summary)
+}
+
+/// [`summarize`], and when `labels` the labels of its top PCs ([`label_top`]).
+pub fn summarize_labelled(path: &Path, labels: bool) -> Result<(Value, TopLabels), TraceError> {
     let mut r = FileTraceReader::open(path)?;
     let mut t = Tally::default();
     let mut buf = Vec::new();
@@ -217,7 +223,7 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
         .map(|(&h, &n)| (hint_name(h), json!(n)))
         .collect();
     let (first, last) = (t.first.unwrap_or(0), t.last);
-    Ok(json!({
+    let summary = json!({
         "kind": "file",
         "path": path.display().to_string(),
         "source": meta.source,
@@ -241,7 +247,9 @@ pub fn summarize(path: &Path) -> Result<Value, TraceError> {
             "refused": t.refused_hints,
             "invalid": t.invalid_hints,
         },
-    }))
+    });
+    let top = labels.then(|| label_top(&summary, &meta.pcs)).flatten();
+    Ok((summary, top))
 }
 
 #[cfg(test)]
