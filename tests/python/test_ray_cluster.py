@@ -1,0 +1,124 @@
+"""compare --ray on a real cluster whose workers cannot see the driver's files: a head with no CPUs
+and worker nodes in a private mount namespace where the trace directory is an empty tmpfs. The
+traces travel through Ray's object store; results equal a local --jobs 1 run; losing the worker
+node midway (its process group killed) and another joining, the sweep completes with every run
+once. Needs root (unshare -m); skipped otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import raycluster
+from pcstream import api
+from support import SSD, run_module
+
+POLICIES = "baseline,pcstream"
+
+pytestmark = pytest.mark.skipif(raycluster.missing() is not None, reason=str(raycluster.missing()))
+
+
+@pytest.fixture(scope="module")
+def hidden(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trace directory the worker nodes do not see."""
+    return tmp_path_factory.mktemp("hidden")
+
+
+@pytest.fixture(scope="module")
+def cluster(hidden: Path) -> Iterator[raycluster.Cluster]:
+    cluster = raycluster.Cluster(hidden)
+    try:
+        cluster.start_head()
+        cluster.first = cluster.start_worker("worker1", "127.0.0.2")  # type: ignore[attr-defined]
+        raycluster.wait_for(lambda: cluster.alive_nodes() == 2, 180, "the head and a worker node")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def make_traces(directory: Path, count: int, writes: int, capacity: int) -> list[Path]:
+    paths = []
+    for index in range(count):
+        path = directory / f"zipf{index}-{writes}.parquet"
+        params = {"capacity_pages": str(capacity), "writes": str(writes), "seed": str(index + 1)}
+        api.gen("zipf", str(path), {**params, "theta": "0.99"})
+        paths.append(path)
+    return paths
+
+
+def stable(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in api.VOLATILE_FIELDS}
+
+
+def keyed(rows: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(row["trace"], row["policy"]): stable(row) for row in rows}
+
+
+def local_rows(traces: list[Path], results: Path) -> list[dict]:
+    local = run_module("compare", *traces, "--policies", POLICIES, "--ssd", SSD, "--jobs", "1", "--json",
+                       "--results", results)  # fmt: skip
+    assert local.status == 0, local.stderr[-2000:]
+    return local.json_lines()
+
+
+def compare_env(cluster: raycluster.Cluster) -> dict[str, str]:
+    return {**os.environ, **raycluster.ENV, "NO_COLOR": "1"}
+
+
+def test_traces_travel_to_workers_that_cannot_see_them(
+    cluster: raycluster.Cluster, hidden: Path, small: dict, tmp_path: Path
+) -> None:
+    traces = make_traces(hidden, 3, 20_000, small["logical_pages"])
+    argv = [sys.executable, "-m", "pcstream", "compare", *map(str, traces), "--policies", POLICIES]
+    argv += ["--ssd", SSD, "--json", "--results", str(tmp_path / "ray"), f"--ray={cluster.address}"]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=compare_env(cluster), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:] + cluster.log("worker1")
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(rows) == 6
+    expected = local_rows(traces, tmp_path / "local")
+    assert keyed(rows) == keyed(expected)
+    assert [stable(r) for r in rows] == [stable(r) for r in expected]  # same order too
+    written = (tmp_path / "ray" / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in written] == rows
+
+
+def test_a_lost_node_is_replaced_and_every_run_appears_once(
+    cluster: raycluster.Cluster, hidden: Path, small: dict, tmp_path: Path
+) -> None:
+    traces = make_traces(hidden, 4, 600_000, small["logical_pages"])
+    results = tmp_path / "ray"
+    argv = [sys.executable, "-m", "pcstream", "compare", *map(str, traces), "--policies", POLICIES]
+    argv += ["--ssd", SSD, "--json", "--results", str(results), f"--ray={cluster.address}"]
+    out = open(tmp_path / "stdout", "w+")
+    err = open(tmp_path / "stderr", "w+")
+    sweep = subprocess.Popen(argv, stdout=out, stderr=err, env=compare_env(cluster), start_new_session=True)
+    try:
+        log = results / "results.jsonl"
+        raycluster.wait_for(lambda: log.exists() and log.read_text().count("\n") >= 1, 240, "a first result")
+        cluster.kill(cluster.first)  # type: ignore[attr-defined]
+        at_loss = log.read_text().count("\n")
+        assert at_loss < 8, "the sweep finished before its node was lost; nothing was tested"
+        time.sleep(2)
+        cluster.start_worker("worker2", "127.0.0.3")
+        status = sweep.wait(timeout=400)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, 9)
+            sweep.wait()
+    err.seek(0)
+    out.seek(0)
+    assert status == 0, err.read()[-3000:] + cluster.log("worker2")
+    rows = [json.loads(line) for line in out.read().splitlines()]
+    assert sorted((r["trace"], r["policy"]) for r in rows) == sorted(
+        (str(t), p) for t in traces for p in POLICIES.split(",")
+    )
+    written = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
+    assert written == rows
+    assert keyed(rows) == keyed(local_rows(traces, tmp_path / "local"))
