@@ -11,6 +11,7 @@ line (the writer stopped mid-line) is ignored and cut before the next line is ap
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -55,7 +56,7 @@ class RunLog:
     def __init__(self, out_dir: str, jobs: Sequence[Job], *, resume: bool) -> None:
         self.path = os.path.join(out_dir, JSONL)
         self._resume = resume
-        self._handle: IO[str] | None = None
+        self._handle: IO[bytes] | None = None
         traces = {job.trace: _sha256_or_none(job.trace) for job in jobs}
         ssds = {job.ssd: self._ssd_identity(job.ssd) for job in jobs}
         self._trace_sha = traces
@@ -95,25 +96,44 @@ class RunLog:
 
     def append(self, outcome: Outcome) -> None:
         """Write the outcome's line now (flushed to disk: a lost driver keeps it)."""
-        if self._handle is None:
-            self._handle = self._open()
-        self._handle.write(json.dumps(outcome.record(), separators=(",", ":")) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-
-    def _open(self) -> IO[str]:
+        line = (json.dumps(outcome.record(), separators=(",", ":")) + "\n").encode()
         try:
-            if self._resume:
-                _cut_torn_line(self.path)
-                return open(self.path, "a", encoding="utf-8")
-            return open(self.path, "w", encoding="utf-8")
+            if self._handle is None:
+                self._handle = self._open()
+            start = self._handle.tell()
+            try:
+                _write_all(self._handle.fileno(), line)
+                os.fsync(self._handle.fileno())
+            except OSError:
+                # No torn line left behind: the file keeps only complete rows.
+                with contextlib.suppress(OSError):
+                    os.truncate(self.path, start)
+                raise
         except OSError as exc:
-            raise InputError(f"{self.path}: cannot write the results ({exc.strerror})") from None
+            what = (exc.strerror or str(exc)).lower()
+            message = f"{self.path}: cannot write ({what}); check free disk space and permissions"
+            raise InputError(self.path, message) from None
+
+    def _open(self) -> IO[bytes]:
+        if self._resume:
+            _cut_torn_line(self.path)
+            return open(self.path, "ab", buffering=0)
+        return open(self.path, "wb", buffering=0)
 
     def close(self) -> None:
+        """Close the file. Every line was flushed when written; a close that fails can only meet
+        the line whose write already failed (and was reported)."""
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            handle, self._handle = self._handle, None
+            with contextlib.suppress(OSError):
+                handle.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` (a write may take only part of it when the disk fills)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def run_key(job: Job, trace_sha256: str | None, ssd_identity: str | None) -> str | None:
@@ -152,7 +172,7 @@ def read_rows(path: str) -> list[dict[str, Any]]:
     except FileNotFoundError:
         return []
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the results to resume from ({exc.strerror})") from None
+        raise InputError(path, f"{path}: cannot read the results to resume from ({exc.strerror})") from None
     return rows
 
 
