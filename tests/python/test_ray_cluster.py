@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -114,7 +115,7 @@ def test_a_lost_node_is_replaced_and_every_run_appears_once(
         at_loss = log.read_text().count("\n")
         assert at_loss < 8, "the sweep finished before its node was lost; nothing was tested"
         time.sleep(2)
-        cluster.start_worker("worker2", "127.0.0.3")
+        cluster.second = cluster.start_worker("worker2", "127.0.0.3")  # type: ignore[attr-defined]
         status = sweep.wait(timeout=400)
     finally:
         if sweep.poll() is None:
@@ -130,3 +131,27 @@ def test_a_lost_node_is_replaced_and_every_run_appears_once(
     written = [json.loads(line) for line in (results / "results.jsonl").read_text().splitlines()]
     assert written == rows
     assert keyed(rows) == keyed(local_run(traces, tmp_path / "local")[0])
+
+
+def test_without_workers_the_sweep_says_so_and_ctrl_c_stops_it(
+    cluster: raycluster.Cluster, hidden: Path, small: dict, tmp_path: Path
+) -> None:
+    for node in (getattr(cluster, "first", None), getattr(cluster, "second", None)):
+        if node is not None:
+            cluster.kill(node)
+    traces = make_traces(hidden, 1, 5_000, small["logical_pages"])
+    argv = [sys.executable, "-m", "pcstream", "compare", str(traces[0]), "--policies", POLICIES, "--ssd", SSD]
+    argv += ["--results", str(tmp_path / "out"), f"--ray={cluster.address}"]
+    err = open(tmp_path / "stderr", "w+")
+    sweep = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=compare_env(cluster))
+    try:
+        raycluster.wait_for(lambda: "no CPU left" in Path(err.name).read_text(), 120, "the note")
+        sweep.send_signal(signal.SIGINT)
+        status = sweep.wait(timeout=60)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    text = Path(err.name).read_text()
+    assert status == 130 and "Traceback" not in text, text
+    assert "2 runs wait for a worker node to join" in text

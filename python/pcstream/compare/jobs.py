@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from typing import Any
 
+import click
+
 from pcstream import api
 from pcstream.compare import travel as travel_module
 from pcstream.compare.outcome import Job, Outcome
@@ -38,6 +40,10 @@ RAY_HOW = (
 # Times Ray runs a task again when its worker process or its node dies. A simulation's own failure
 # (a bad trace, an unknown policy) is an outcome and a bug an exception: neither is retried.
 RAY_RETRIES = 3
+# How often the Ray executor looks whether its cluster still has CPUs while no run finishes, and
+# after how long without a finished run it says so when none are left (Ray would wait silently).
+RAY_IDLE_CHECK_S = 5.0
+RAY_IDLE_NOTICE_S = 30.0
 
 
 def run_job(job: Job) -> Outcome:
@@ -181,8 +187,16 @@ def _run_tasks(
                 finish(index, run_job(job))  # unreadable here: fails at once with its message
             else:
                 pending[shipped.remote(job, trace, ssd)] = index
+        idle = 0.0
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=RAY_IDLE_CHECK_S)
+            idle = 0.0 if ready else idle + RAY_IDLE_CHECK_S
+            if idle == RAY_IDLE_NOTICE_S and not ray.cluster_resources().get("CPU"):
+                click.echo(
+                    f"pcstream: note: the Ray cluster has no CPU left; {len(pending)} runs wait for a "
+                    "worker node to join (Ctrl-C stops the sweep; finished runs are kept)",
+                    err=True,
+                )
             for ref in ready:
                 finish(pending.pop(ref), ray.get(ref))
     except BaseException:
