@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from pcstream import api
-from pcstream.errors import InputError, UsageError, describe
+from pcstream.errors import InputError, Kind, UsageError, describe
 from pcstream.outputs import atomic_write
 
 # Formats whose lines name their volume: the column(s) that do, as the importer names them.
@@ -211,8 +211,8 @@ def _import_volume(
         summary = api.import_trace(fmt, spilled, out, capacity_pages=capacity, skip_bad=budget[0], label=path)
     except Exception as exc:  # describe() decides what is a user error
         found = describe(exc)
-        if found is None:
-            raise
+        if found is None or found[1] is not Kind.INPUT:
+            raise  # a bug, or SIGTERM / Ctrl-C: as they are
         # The importer's FILE:LINE counts the volume's lines, not the input's: said so.
         where = re.escape(path) + r":(\d+)"
         message = re.sub(

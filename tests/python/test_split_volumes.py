@@ -7,8 +7,10 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -120,3 +122,20 @@ def test_peak_memory_does_not_grow_with_the_input(tmp_path: Path) -> None:
         peaks.append(int(proc.stdout.split()[-1]))
     # 8 times the input (about 14 MB more lines): the peak grows by far less than the input.
     assert peaks[1] - peaks[0] < 6 * 1024, peaks
+
+
+def test_sigterm_while_importing_volumes_leaves_nothing(tmp_path: Path) -> None:
+    source = tmp_path / "in.csv"
+    source.write_text(alibaba_lines(100_000, 1_000)[0])
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "pcstream", "import", "alibaba", str(source), "--split-volumes", str(out)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(out.glob("*.parquet"))) < 5:
+        time.sleep(0.02)
+    assert list(out.glob("*.parquet")), "the import never reached its volumes"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert err.strip() == "pcstream: error: terminated (SIGTERM); nothing was written"
+    assert not out.exists()
