@@ -165,16 +165,23 @@ def _run_tasks(
     ray: Any, jobs: Sequence[Job], *, travel: bool, on_done: Callable[[Outcome], None] | None
 ) -> list[Outcome]:
     outcomes: list[Outcome | None] = [None] * len(jobs)
+    files: dict[str, travel_module.Shipped | None] = {}
+    uses: dict[str, int] = {}  # runs under way per travelling file
 
     def finish(index: int, outcome: Outcome) -> None:
         outcomes[index] = outcome
+        for path in (jobs[index].trace, jobs[index].ssd):
+            if path in uses:
+                uses[path] -= 1
+                if not uses[path]:  # its last run is done: the object store may free its chunks
+                    del uses[path]
+                    files.pop(path, None)
         if on_done is not None:
             on_done(outcome)
 
     options = {"num_cpus": 1, "max_retries": RAY_RETRIES}
     by_path = ray.remote(**options)(run_job)
     shipped = ray.remote(**options)(run_shipped)
-    files: dict[str, travel_module.Shipped | None] = {}
     pending: dict[Any, int] = {}
     try:
         for index, job in enumerate(jobs):
@@ -187,9 +194,13 @@ def _run_tasks(
                 finish(index, run_job(job))  # unreadable here: fails at once with its message
             else:
                 pending[shipped.remote(job, trace, ssd)] = index
+                for path in (job.trace, job.ssd) if ssd is not None else (job.trace,):
+                    uses[path] = uses.get(path, 0) + 1
         idle = 0.0
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=RAY_IDLE_CHECK_S)
+            ready, waiting = ray.wait(list(pending), num_returns=1, timeout=RAY_IDLE_CHECK_S)
+            if ready and waiting:  # every other run already finished too: one pass over the list each
+                ready += ray.wait(waiting, num_returns=len(waiting), timeout=0)[0]
             idle = 0.0 if ready else idle + RAY_IDLE_CHECK_S
             if idle == RAY_IDLE_NOTICE_S and not ray.cluster_resources().get("CPU"):
                 click.echo(
