@@ -207,6 +207,10 @@ def _import_volume(
         raise UsageError(
             f"{path}: volumes {volume!r} and another share the file name {os.path.basename(out)}"
         )
+    if not os.path.exists(out):
+        # Listed before the import: a signal that comes once the engine has renamed it into
+        # place must still remove it with the others.
+        written.append(out)
     try:
         summary = api.import_trace(fmt, spilled, out, capacity_pages=capacity, skip_bad=budget[0], label=path)
     except Exception as exc:  # describe() decides what is a user error
@@ -220,7 +224,8 @@ def _import_volume(
         )
         raise InputError(path, message) from None
     budget[0] -= int(summary.get("skipped_count") or 0)
-    written.append(out)
+    if out not in written:
+        written.append(out)
     requests = sum(int(summary.get(k) or 0) for k in ("writes", "reads", "trims", "flushes"))
     return {
         "volume": volume,
