@@ -94,6 +94,7 @@ def import_trace(
     skip_bad: int = 0,
     meta_map: list[tuple[int, int, int]] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    label: str | None = None,
 ) -> str:
     """Import a field block trace (blkparse, msr, alibaba, tencent, fio, mqsim) into block-trace
     Parquet; JSON report (lines, rows, writes, reads, trims, flushes, write_pages, read_pages,

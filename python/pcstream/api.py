@@ -205,10 +205,14 @@ def import_trace(
     skip_bad: int = 0,
     meta_map: Sequence[tuple[int, int, int]] | None = None,
     progress: Progress | None = None,
+    label: str | None = None,
 ) -> Json:
     """Import a field block trace (blkparse, msr, alibaba, tencent, fio, mqsim) into block-trace
     Parquet; returns {lines, rows, writes, reads, trims, flushes, write_pages, read_pages,
     trim_pages, filtered_out, capacity_pages, skipped, skipped_count}.
+
+    ``label``: the input's name in the trace's ``pcstream.source`` and in errors (``LABEL:LINE``)
+    when it is not ``input`` itself.
 
     ``meta_map``: sorted, disjoint ``(first page, pages, meta class)`` ranges that set the ``meta``
     column by address. ``progress(bytes_read, file_bytes)``. No output is left on any error.
@@ -227,6 +231,7 @@ def import_trace(
             skip_bad=skip_bad,
             meta_map=list(meta_map) if meta_map is not None else None,
             progress=progress,
+            label=label,
         )
     )
 

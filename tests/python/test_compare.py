@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,7 +18,7 @@ from pcstream import api
 from pcstream.compare import sweep
 from pcstream.report.results import SCHEMA
 from pcstream.workloads.recipes import SUITE_SSD
-from support import SSD, assert_user_error, invoke
+from support import SSD, assert_user_error, invoke, run_module
 
 
 def stable(lines: list[dict]) -> list[dict]:
@@ -266,3 +269,66 @@ def test_ray_address_that_takes_no_connection_is_one_line(traces: dict[str, Path
     run = invoke("compare", traces["zipf"], "--policies", "baseline", "--ssd", SSD, "--ray=127.0.0.1:1")
     line = assert_user_error(run, 2, "--ray 127.0.0.1:1", "cannot connect")
     assert "ray start --head" in line
+
+
+def test_resume_runs_only_what_results_jsonl_lacks(traces: dict[str, Path], tmp_path: Path) -> None:
+    args = (
+        "compare",
+        traces["uniform"],
+        traces["zipf"],
+        "--policies",
+        "baseline,hotcold,pcstream",
+        "--ssd",
+        SSD,
+    )
+    full = invoke(*args, "--json", "--results", tmp_path / "full")
+    assert full.status == 0, full.stderr
+    rows = full.json_lines()
+    assert len(rows) == 6 and all(len(row["run_key"]) == 64 for row in rows)
+    assert len({row["run_key"] for row in rows}) == 6
+    # A sweep cut short: two finished rows, the third torn mid-line.
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    lines = (tmp_path / "full" / "results.jsonl").read_text().splitlines()
+    (cut / "results.jsonl").write_text(lines[0] + "\n" + lines[3] + "\n" + lines[1][:40])
+    resumed = invoke(*args, "--json", "--resume", cut)
+    assert resumed.status == 0, resumed.stderr
+    assert "resume: 2 of 6 runs already in" in resumed.stderr
+    assert stable(resumed.json_lines()) == stable(rows)
+    written = [json.loads(line) for line in (cut / "results.jsonl").read_text().splitlines()]
+    assert written == resumed.json_lines()
+    assert (cut / "results.parquet").exists()
+    # Everything there: nothing runs; another seed is another run.
+    again = invoke(*args, "--json", "--resume", cut)
+    assert "resume: 6 of 6" in again.stderr and again.json_lines() == resumed.json_lines()
+    other = invoke(*args, "--json", "--resume", cut, "--seed", "7")
+    assert "resume:" not in other.stderr and other.status == 0
+
+
+def test_ctrl_c_keeps_the_finished_rows_and_resume_completes(
+    traces: dict[str, Path], small: dict, tmp_path: Path
+) -> None:
+    big = [tmp_path / f"big{i}.parquet" for i in range(3)]
+    for i, path in enumerate(big):
+        params = {"capacity_pages": str(small["logical_pages"]), "writes": "400000", "seed": str(i + 1)}
+        api.gen("uniform", str(path), params)
+    args = [*big, "--policies", "baseline,pcstream", "--ssd", SSD, "--jobs", "1", "--json"]
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "pcstream", "compare", *map(str, args), "--results", str(out)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (log.exists() and log.read_text().count("\n") >= 1):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in stderr, stderr
+    kept = log.read_text().splitlines()
+    assert 1 <= len(kept) < 6, "the sweep finished before Ctrl-C; nothing was tested"
+    assert all(json.loads(line)["run_key"] for line in kept)
+    resumed = run_module("compare", *args, "--resume", out)
+    assert resumed.status == 0, resumed.stderr
+    assert f"resume: {len(kept)} of 6 runs" in resumed.stderr
+    assert [(r["trace"], r["policy"]) for r in resumed.json_lines()] == [
+        (str(t), p) for t in big for p in ("baseline", "pcstream")
+    ]

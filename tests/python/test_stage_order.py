@@ -42,6 +42,8 @@ STAGE_OF: dict[str, str] = {
     "pcstream.groundtruth": "record",
     "pcstream.live": "live",
     "pcstream.mapstage": "map",
+    # public trace sets split into one block trace per volume (import --split-volumes)
+    "pcstream.splitvolumes": "map",
     # the bundled suite: its programs, recorded and mapped into its block traces
     "pcstream.workloads": "map",
     # notes on a simulation's result

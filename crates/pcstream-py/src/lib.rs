@@ -477,10 +477,11 @@ impl PyProgress {
 /// trim_pages, filtered_out, capacity_pages, skipped, skipped_count). A malformed line (beyond
 /// `skip_bad`) is an `InputError` naming `FILE:LINE`; an unknown format a `UsageError`.
 /// `meta_map`: `(first page, pages, meta class)` ranges that classify pages by address.
-/// `progress(bytes_read, file_bytes)`.
+/// `progress(bytes_read, file_bytes)`. `label`: the input's name in the trace's source and in
+/// errors, when it is not `input` (a volume spilled from a larger file).
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (format, input, out, capacity_pages=None, device=None, skip_bad=0, meta_map=None, progress=None))]
+#[pyo3(signature = (format, input, out, capacity_pages=None, device=None, skip_bad=0, meta_map=None, progress=None, label=None))]
 fn import_trace(
     py: Python<'_>,
     format: &str,
@@ -491,6 +492,7 @@ fn import_trace(
     skip_bad: u64,
     meta_map: Option<Vec<(u64, u64, u8)>>,
     progress: Option<Py<PyAny>>,
+    label: Option<String>,
 ) -> PyResult<String> {
     use pcstream_trace::import::{import, ImportOptions};
     let opts = ImportOptions {
@@ -498,6 +500,7 @@ fn import_trace(
         capacity_pages,
         skip_bad,
         meta_map: meta_map.unwrap_or_default(),
+        label,
     };
     let mut prog = PyProgress::new(progress);
     start_work(py)?;

@@ -322,3 +322,25 @@ fn progress_reports_bytes_and_can_stop() {
     assert!(e.contains("interrupted"), "{e}");
     assert!(!out.exists(), "no output after a stop");
 }
+
+#[test]
+fn a_label_names_the_input_in_the_source_and_in_errors() {
+    // A volume's lines spilled from a larger file: the trace and its errors name that file.
+    let dir = tempfile::tempdir().unwrap();
+    let spill = dir.path().join("0.txt");
+    std::fs::write(&spill, "3,W,0,4096,1\n").unwrap();
+    let labelled = ImportOptions {
+        label: Some("io_traces.csv".into()),
+        ..Default::default()
+    };
+    let out = dir.path().join("3.parquet");
+    import("alibaba", &spill, &out, &labelled, &mut |_, _| true).unwrap();
+    let reader = BlockTraceReader::open(&out).unwrap();
+    assert_eq!(
+        reader.meta().source,
+        "pcstream import alibaba io_traces.csv"
+    );
+    std::fs::write(&spill, "3,W,0,4096,1\n3,X,0,4096,2\n").unwrap();
+    let e = run("alibaba", &spill, labelled).unwrap_err();
+    assert!(e.starts_with("io_traces.csv:2: opcode 'X'"), "{e}");
+}

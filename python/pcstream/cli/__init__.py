@@ -89,8 +89,9 @@ def _terminate(_signum: int, _frame: Any) -> None:
 def _stopped(what: str) -> str:
     """What a signal that stopped the verb left behind: ``WHAT; nothing was written``, or ``WHAT
     after OUT was complete; it is kept`` when the engine had renamed the output into place before
-    the signal came (the engine checks for a signal right before the rename)."""
-    kept = api.kept_outputs()
+    the signal came (the engine checks for a signal right before the rename) and the verb has not
+    removed it since (``import --split-volumes`` removes every trace it wrote)."""
+    kept = [path for path in api.kept_outputs() if os.path.exists(path)]  # not removed since
     if kept:
         return f"{what} after {kept[-1]} was complete; it is kept"
     return f"{what}; nothing was written"

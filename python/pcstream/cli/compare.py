@@ -28,9 +28,11 @@ from pcstream.cli._common import (
 from pcstream.cli._common import stdout as stdout_console
 from pcstream.compare import sweep
 from pcstream.compare.jobs import default_jobs
+from pcstream.compare.outcome import Job, Outcome
 from pcstream.errors import check_output_name, require_file
 from pcstream.options import SimOptions
 from pcstream.report import RunInfo, require, write_report, write_results
+from pcstream.report.runlog import RunLog
 from pcstream.workloads.recipes import SUITE_SSD
 
 EXTRA = """\b
@@ -38,9 +40,12 @@ WAF/base = the policy's WAF divided by the baseline's on the same trace and
 SSD (shown when baseline is among the policies; below 1 is better).
 --results DIR writes results.jsonl (the --json lines) and results.parquet
 (one row per run); --report DIR writes index.html, figures/*.png and both
-result files. --ray without ADDRESS starts a local Ray; with ADDRESS ('auto',
-HOST:PORT, ray://HOST:PORT) the cluster's workers need pcstream installed and
-the traces at the same paths. Put --ray after the traces or write --ray=ADDRESS."""
+result files. results.jsonl grows a line per finished run while the sweep
+runs; --resume DIR skips the runs it already holds. --ray without ADDRESS
+starts a local Ray; with ADDRESS ('auto', HOST:PORT, ray://HOST:PORT) the
+cluster's workers need pcstream installed, not the traces: they travel
+through Ray's object store (docs/CLUSTER.md). Put --ray after the traces or
+write --ray=ADDRESS."""
 
 
 def bundled_suite(ctx: click.Context) -> list[str]:
@@ -114,6 +119,13 @@ def bundled_suite(ctx: click.Context) -> list[str]:
     help="Write an HTML report: DIR/index.html, DIR/figures/*.png and the result files.",
 )
 @click.option(
+    "--resume",
+    "resume",
+    metavar="DIR",
+    help="Go on with a sweep cut short: skip the runs DIR/results.jsonl already holds (same trace "
+    "content, SSD, policy, seed, prefill, warm-up); implies --results DIR.",
+)
+@click.option(
     "--ray",
     "ray_address",
     is_flag=False,
@@ -136,6 +148,7 @@ def command(
     jobs: int | None,
     results_dir: str | None,
     report_dir: str | None,
+    resume: str | None,
     ray_address: str | None,
 ) -> None:
     """Simulate every TRACE (block traces, Parquet) on every SSD config under every selected
@@ -147,6 +160,10 @@ def command(
     one JSON object per line with --json. A failing run is reported once on stderr and the others
     still finish; the exit status is then 1.
     """
+    if resume is not None:
+        if results_dir is not None and os.path.abspath(results_dir) != os.path.abspath(resume):
+            raise click.UsageError("--resume DIR writes its results to DIR; drop --results or give it DIR")
+        results_dir = resume
     traces, ssd_list, prefill_given = _checked(ctx, traces, ssds, results_dir, report_dir, ray_address)
     policies = sweep.select_policies(policy_spec)
     if not policies:
@@ -157,8 +174,7 @@ def command(
     job_list = sweep.make_jobs(
         traces, policies, sim, ssd=ssd_list, prefill=prefill if prefill_given else None
     )
-    with progress_bar("compare", unit="runs") as progress:
-        outcomes = settle(sweep.run(job_list, n_jobs, ray_address, progress))
+    outcomes = _run(job_list, n_jobs, ray_address, results_dir or report_dir, resume is not None)
     if as_json:
         for outcome in outcomes:
             print_json(outcome.record())
@@ -187,6 +203,33 @@ def command(
         index = write_report(outcomes, report_dir, info)
         click.echo(f"report: {index}", err=True)
     ctx.exit(status)
+
+
+def _run(
+    job_list: list[Job], n_jobs: int, ray_address: str | None, log_dir: str | None, resume: bool
+) -> list[Outcome]:
+    """Run the sweep, every finished run appended to LOG_DIR/results.jsonl at once (when given);
+    when resuming, the runs that file already holds are taken from it, not run again."""
+    if log_dir is None:
+        with progress_bar("compare", unit="runs") as progress:
+            return settle(sweep.run(job_list, n_jobs, ray_address, progress))
+    log = RunLog(log_dir, job_list, resume=resume)
+    done = log.done(job_list)
+    if done:
+        click.echo(f"resume: {len(done)} of {len(job_list)} runs already in {log.path}", err=True)
+    todo = [job for index, job in enumerate(job_list) if index not in done]
+
+    def finished(outcome: Outcome) -> None:
+        settle([outcome])
+        log.annotate(outcome)
+        log.append(outcome)
+
+    try:
+        with progress_bar("compare", unit="runs") as progress:
+            new = iter(sweep.run(todo, n_jobs, ray_address, progress, finished))
+    finally:
+        log.close()
+    return [done[index] if index in done else next(new) for index in range(len(job_list))]
 
 
 def _checked(

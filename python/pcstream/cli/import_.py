@@ -3,11 +3,12 @@ fio iolog, MQSim) into the block-trace Parquet format."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
 
-from pcstream import api
+from pcstream import api, splitvolumes
 from pcstream.cli._common import (
     SIZE,
     SIZE_HELP,
@@ -19,7 +20,7 @@ from pcstream.cli._common import (
     progress_bar,
 )
 from pcstream.cli._common import stdout as stdout_console
-from pcstream.errors import prepare_output, require_file
+from pcstream.errors import check_output_name, prepare_output, require_file
 
 FORMATS = ("blkparse", "msr", "alibaba", "tencent", "fio", "mqsim")
 
@@ -57,7 +58,14 @@ def render(summary: dict[str, Any], source: str, out: str) -> list[tuple[str, st
 )
 @click.argument("fmt_name", metavar="FORMAT", type=click.Choice(FORMATS))
 @click.argument("file", metavar="FILE")
-@click.option("-o", "--out", required=True, metavar="B.parquet", help="Block trace to write (Parquet).")
+@click.option("-o", "--out", metavar="B.parquet", help="Block trace to write (Parquet).")
+@click.option(
+    "--split-volumes",
+    "split_dir",
+    metavar="DIR",
+    help="Instead of -o: one trace per volume, DIR/<volume>.parquet, and DIR/manifest.json "
+    "(alibaba, tencent, msr; any input size).",
+)
 @click.option(
     "--capacity",
     type=SIZE,
@@ -83,7 +91,8 @@ def render(summary: dict[str, Any], source: str, out: str) -> list[tuple[str, st
 def command(
     fmt_name: str,
     file: str,
-    out: str,
+    out: str | None,
+    split_dir: str | None,
     capacity: int | None,
     device: str | None,
     skip_bad: int,
@@ -94,6 +103,12 @@ def command(
     Example: pcstream import msr hm_0.csv.gz -o hm_0.parquet --capacity 16GiB
     """
     require_file(file, f"{fmt_name} trace")
+    if (out is None) == (split_dir is None):
+        raise click.UsageError("give -o B.parquet (one trace) or --split-volumes DIR (one per volume)")
+    if split_dir is not None:
+        _split(fmt_name, file, split_dir, capacity, device, skip_bad, as_json)
+        return
+    assert out is not None
     prepare_output(out, [file])
     with progress_bar(f"import {fmt_name}", unit="bytes") as progress:
         summary = api.import_trace(
@@ -114,3 +129,37 @@ def command(
     more = int(summary.get("skipped_count") or 0) - len(summary.get("skipped") or [])
     if more > 0:
         click.echo(f"skipped {more} more malformed lines (only the first 100 are listed)", err=True)
+
+
+def _split(
+    fmt_name: str,
+    file: str,
+    out_dir: str,
+    capacity: int | None,
+    device: str | None,
+    skip_bad: int,
+    as_json: bool,
+) -> None:
+    if device is not None:
+        raise click.UsageError("--device keeps one volume; --split-volumes writes every volume")
+    if fmt_name not in splitvolumes.VOLUME_COLUMNS:
+        raise click.UsageError(f"--split-volumes reads {', '.join(splitvolumes.VOLUME_COLUMNS)} traces")
+    check_output_name(out_dir)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise click.UsageError(f"{out_dir}: exists and is not a directory; give a directory for the traces")
+    with progress_bar(f"import {fmt_name}", unit="bytes") as progress:
+        manifest = splitvolumes.split_volumes(
+            fmt_name, file, out_dir, capacity_pages=capacity, skip_bad=skip_bad, progress=progress
+        )
+    if as_json:
+        print_json(manifest)
+        return
+    volumes = manifest["volumes"]
+    rows = [
+        ("input lines", fmt(manifest["lines"])),
+        ("volumes (traces written)", fmt(len(volumes))),
+        ("requests", fmt(sum(v["requests"] for v in volumes))),
+        ("malformed lines skipped", fmt(manifest["skipped_count"])),
+        ("manifest", os.path.join(out_dir, splitvolumes.MANIFEST)),
+    ]
+    stdout_console().print(key_value_table(f"{file} ({fmt_name}) -> {out_dir}/", rows))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pcstream import api, tracemeta
@@ -117,16 +117,20 @@ def run(
     n_jobs: int,
     ray_address: str | None = None,
     progress: api.Progress | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Run the jobs; outcomes in job order. ``progress(runs_done, runs)`` after each run.
+    """Run the jobs; outcomes in job order. ``on_outcome(outcome)`` as each run finishes (in the
+    order they finish), then ``progress(runs_done, runs)``.
 
     ``ray_address`` None runs them in ``n_jobs`` local processes; "" in a local Ray instance of
     ``n_jobs`` CPUs; anything else on that Ray cluster.
     """
     done = 0
 
-    def on_done(_outcome: Outcome) -> None:
+    def on_done(outcome: Outcome) -> None:
         nonlocal done
+        if on_outcome is not None:
+            on_outcome(outcome)
         done += 1
         if progress is not None:
             progress(done, len(jobs))

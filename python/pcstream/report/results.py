@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 from pcstream.compare.outcome import Outcome
 from pcstream.outputs import atomic_path, atomic_write
 from pcstream.report.data import Row, Sweep
+from pcstream.report.runlog import JSONL
 
-JSONL = "results.jsonl"
 PARQUET = "results.parquet"
 
 STREAM = pa.struct(

@@ -111,6 +111,9 @@ pub struct ImportOptions {
     /// A request is split where it crosses a range boundary; pages outside every range are data
     /// (class 0). Empty: every row is class 0.
     pub meta_map: Vec<(u64, u64, u8)>,
+    /// The name the input goes by in the trace's `source` and in errors (`LABEL:LINE`), when
+    /// it is not the file read: a volume's lines spilled from a larger input name that input.
+    pub label: Option<String>,
 }
 
 impl ImportOptions {
@@ -249,7 +252,10 @@ pub fn import(
     opts: &ImportOptions,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<ImportReport, TraceError> {
-    let label = input.display().to_string();
+    let label = opts
+        .label
+        .clone()
+        .unwrap_or_else(|| input.display().to_string());
     if parser(format).is_none() {
         return Err(unknown_format(format));
     }
