@@ -338,7 +338,7 @@ int main(int argc, char **argv)
     struct out_opts o = {.dir = a.out, .frames = a.frames, .only_unreachable = a.only_unreachable};
     out_init(&o);
     frames_init();
-    unwind_init();
+    unwind_init(a.preload);
     struct ring_buffer *rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_event, NULL, NULL);
     if (!rb) {
         pcsys_bpf__destroy(skel);

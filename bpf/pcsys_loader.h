@@ -53,10 +53,10 @@ void unwind_forget(uint32_t pid);
 /* A PCSYS_MAPS record: process `m->pid`'s modules from now on. */
 void unwind_maps(const struct pcsys_maps *m);
 /* Learn the path of file (dev in kernel encoding, ino); of a program and its interpreter; the
- * loader's own modules (at start). */
+ * loader's own modules and the preloaded shim (at start; `preload` may be NULL). */
 void unwind_learn(uint64_t dev, uint64_t ino, const char *path);
 void unwind_learn_exec(const char *exe);
-void unwind_init(void);
+void unwind_init(const char *preload);
 
 /* ---------- pcsys_out.c ---------- */
 

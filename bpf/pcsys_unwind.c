@@ -206,7 +206,13 @@ static void learn_proc_maps(uint32_t pid)
     fclose(f);
 }
 
-void unwind_init(void) { learn_proc_maps(0); }
+/* The loader's own modules, and `preload` (the shim every program of `--auto` maps: a process that
+ * ends before its mappings are read from /proc still has the shim's frames named). */
+void unwind_init(const char *preload)
+{
+    learn_proc_maps(0);
+    learn_stat(preload);
+}
 
 /* The program and the dynamic loader its PT_INTERP names. */
 void unwind_learn_exec(const char *exe)
