@@ -5,9 +5,9 @@
 
 use pcstream_core::placement::pcstream::PcStream;
 use pcstream_core::placement::{
-    registry, Cause, Invalidation, Placement, PolicyCtx, RequestInfo, WriteInfo,
+    registry, Cause, Invalidation, Placement, PolicyCtx, Reclaimed, RequestInfo, WriteInfo,
 };
-use pcstream_core::units::{LogicalTime, Lpn, PcSig, StreamId};
+use pcstream_core::units::{LogicalTime, Lpn, PcSig, StreamId, UnitId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -18,12 +18,16 @@ const STREAMS: u32 = 8;
 const PAGES_PER_PC: u64 = 64;
 
 fn ctx(params: &[(&str, &str)]) -> PolicyCtx {
+    ctx_with_budget(params, STREAMS)
+}
+
+fn ctx_with_budget(params: &[(&str, &str)], write_point_budget: u32) -> PolicyCtx {
     PolicyCtx {
         host_streams: STREAMS,
         logical_pages: 1 << 20,
         unit_pages: 64,
         units: 64,
-        write_point_budget: STREAMS,
+        write_point_budget,
         seed: 1,
         params: params
             .iter()
@@ -41,8 +45,13 @@ struct Fed {
 
 impl Fed {
     fn new(params: &[(&str, &str)]) -> Fed {
+        Fed::with_budget(params, STREAMS)
+    }
+
+    fn with_budget(params: &[(&str, &str)], budget: u32) -> Fed {
         Fed {
-            p: PcStream::new(&mut ctx(params), false).expect("valid parameters"),
+            p: PcStream::new(&mut ctx_with_budget(params, budget), false)
+                .expect("valid parameters"),
             t: 1 << 40,
             rng: ChaCha8Rng::seed_from_u64(7),
         }
@@ -207,9 +216,63 @@ fn a_pc_beyond_the_free_streams_waits_in_stream_0_until_the_pcs_are_clustered() 
     );
 }
 
+/// `merge=cost` after learning `pcs` and seeing GC reclaim one unit of 64 pages, `copied` of
+/// them valid, opened `age` host pages before; the streams after the next reclustering.
+fn streams_by_cost(pcs: &[(u64, f64)], budget: u32, copied: u32, age: u64) -> Vec<u8> {
+    let mut f = Fed::with_budget(COST, budget);
+    f.learn(pcs);
+    f.p.on_segment_reclaimed(
+        &Reclaimed {
+            unit: UnitId(0),
+            wp: 1,
+            created: LogicalTime(f.t - age),
+            valid_copied: copied,
+        },
+        LogicalTime(f.t),
+    );
+    f.recluster();
+    f.streams(pcs)
+}
+
+const COST: &[(&str, &str)] = &[("merge", "cost")];
+
 #[test]
-fn merge_takes_fit_first_or_min_gain() {
-    for ok in ["fit_first", "min_gain"] {
+fn cost_opens_a_stream_only_where_it_pays() {
+    // Two PCs writing half the pages each, one dying after ~2^10 host pages, one after ~2^20;
+    // GC reclaims units at age 2^19 and copies 0.25 pages per host page (32 of a 64-page unit
+    // after the 128 pages written). Apart, the long-lived PC's units may age to ~2^20 (the
+    // short-lived one's die by 2^12): the copies saved are ~0.2 per host page (the model's
+    // two-group case in `open_cost`), against 0.25 / (6 − 1) = 0.05 for one more unit of the
+    // 6 of slack (budget 8, open: stream 0 and the two groups, plus the one to open).
+    let apart = [(1, 1024.0), (2, 1_048_576.0)];
+    let s = streams_by_cost(&apart, STREAMS, 32, 1 << 19);
+    assert_ne!(s[0], s[1], "{s:?}");
+    assert!(s.iter().all(|&s| s >= 1), "{s:?}");
+    // The same lifetimes: nothing saved, so they share a stream.
+    let alike = [(1, 4096.0), (2, 4096.0)];
+    let s = streams_by_cost(&alike, STREAMS, 32, 1 << 19);
+    assert_eq!(s[0], s[1], "{s:?}");
+    // No slack for one more unit (budget 3: stream 0 and the two groups): it costs more than
+    // anything saves, so even the PCs worth separating share a stream.
+    let s = streams_by_cost(&apart, 3, 32, 1 << 19);
+    assert_eq!(s[0], s[1], "{s:?}");
+}
+
+#[test]
+fn cost_merges_as_min_gain_before_any_gc() {
+    for n in [3, 7] {
+        let pcs = pcs(n);
+        assert_eq!(
+            streams_after_learning(&pcs, COST),
+            streams_after_learning(&pcs, MIN_GAIN),
+            "{n} PCs"
+        );
+    }
+}
+
+#[test]
+fn merge_takes_cost_fit_first_or_min_gain() {
+    for ok in ["cost", "fit_first", "min_gain"] {
         registry::build("pcstream", &mut ctx(&[("merge", ok)])).expect(ok);
     }
     let e = registry::build("pcstream", &mut ctx(&[("merge", "kmeans")]))
@@ -217,7 +280,10 @@ fn merge_takes_fit_first_or_min_gain() {
         .expect("an unknown rule is refused")
         .to_string();
     assert!(
-        e.contains("merge=kmeans") && e.contains("fit_first") && e.contains("min_gain"),
+        e.contains("merge=kmeans")
+            && e.contains("cost")
+            && e.contains("fit_first")
+            && e.contains("min_gain"),
         "{e}"
     );
 }

@@ -6,7 +6,7 @@
 //!     [--policy P]... [--param KEY=VALUE]... [--warmup PAGES] [--prefill F] TRACE.parquet...
 //! ```
 //! Default policies: `pcstream-star` and `pcstream`. `--param` goes to every policy but
-//! `baseline`. Prints one line per trace: baseline WAF, each policy's WAF and its ratio to
+//! `baseline`; `--policy NAME?KEY=VALUE&KEY=VALUE` gives that one its own. Prints one line per trace: baseline WAF, each policy's WAF and its ratio to
 //! baseline; at the end the worst ratio of each policy. No timing; no warm-up unless given (as
 //! `compare` runs the bundled suite, whose traces carry their aged state; `gen lsm` traces are
 //! measured after 400000 pages, as `examples/lsm_grid.rs` does); no prefill unless given (`gen`
@@ -91,14 +91,23 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn waf(a: &Args, trace: &Path, policy: &str) -> Result<f64, String> {
+    // `NAME?KEY=VALUE&...`: parameters of this policy alone, over the `--param`s.
+    let (name, own) = policy.split_once('?').unwrap_or((policy, ""));
+    let mut params = if name == "baseline" {
+        BTreeMap::new()
+    } else {
+        a.params.clone()
+    };
+    for kv in own.split('&').filter(|kv| !kv.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or(format!("{policy}: use NAME?KEY=VALUE&KEY=VALUE"))?;
+        params.insert(k.to_string(), v.to_string());
+    }
     let opts = SimOptions {
-        policy: policy.into(),
+        policy: name.into(),
         timing: false,
-        params: if policy == "baseline" {
-            BTreeMap::new()
-        } else {
-            a.params.clone()
-        },
+        params,
         trace_name: trace.display().to_string(),
         warmup: a.warmup,
         prefill: a.prefill,

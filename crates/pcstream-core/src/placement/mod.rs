@@ -21,6 +21,7 @@ pub mod lifetime_class;
 pub mod lkstream;
 pub mod manual;
 pub mod midas;
+pub mod open_cost;
 pub mod oracle;
 pub mod pcstream;
 pub mod per_pc;

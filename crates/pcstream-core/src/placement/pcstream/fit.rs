@@ -1,4 +1,4 @@
-//! `merge=fit_first`: while the PCs with `n_min` lifetimes fit in the streams beside stream 0,
+//! `merge=fit_first` (and `merge=cost`, where streams pay): while the PCs with `n_min` lifetimes fit in the streams beside stream 0,
 //! each has a stream of its own, and keeps it.
 
 use super::params::Merge;
@@ -12,7 +12,7 @@ impl PcStream {
     /// the streams beside stream 0 (which stays for PC 0, the PCs still unknown and the aged
     /// state; substream slots are internal write points and do not count).
     pub(super) fn fits(&self, known: usize) -> bool {
-        self.p.merge == Merge::FitFirst && known < self.p.host_streams as usize
+        self.p.merge != Merge::MinGain && known < self.p.host_streams as usize
     }
 
     /// Each known PC to a stream of its own. A PC keeps the stream it holds unless a PC before
@@ -61,6 +61,11 @@ impl PcStream {
     /// its own, takes the lowest free stream; none free: it waits in stream 0 for a
     /// reclustering at the next check, which clusters.
     pub(super) fn take_free_stream(&mut self, i: usize) {
+        if self.p.merge == Merge::Cost {
+            // Whether its stream pays is for the model: the next check reclusters.
+            self.recluster_soon = true;
+            return;
+        }
         let Some(s) = self.owned.iter().position(|&t| !t) else {
             self.recluster_soon = true;
             return;

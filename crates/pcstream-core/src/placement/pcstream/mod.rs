@@ -28,6 +28,7 @@
 //! `substreams.rs` (the substream modes), `substream_slots.rs` (slots and where survivors go),
 //! `hazard.rs` (death rates of young and old pages, `hv_test=hazard`).
 
+mod cost;
 mod fit;
 mod hazard;
 mod params;
@@ -36,6 +37,7 @@ mod substream_slots;
 mod substreams;
 mod table;
 
+use cost::GcSeen;
 use hazard::AgeHazard;
 use params::{Params, CHECKS_PER_PERIOD};
 use substream_slots::SubstreamSlots;
@@ -99,6 +101,8 @@ pub struct PcStream {
     /// `hv_test=hazard` (else `high_variance` goes by the CV of completed lifetimes): young
     /// and old death rates per host stream.
     hazard: Option<AgeHazard>,
+    /// `merge=cost`: what GC is seen doing (copies per host page, age of the units it reclaims).
+    gc_seen: GcSeen,
 }
 
 impl PcStream {
@@ -131,6 +135,7 @@ impl PcStream {
             last_recluster: 0,
             recluster_soon: false,
             hazard: p.by_hazard.then(|| AgeHazard::new(streams, max_young)),
+            gc_seen: GcSeen::default(),
             p,
         })
     }
@@ -313,6 +318,7 @@ impl Placement for PcStream {
     }
     fn on_write(&mut self, _w: &WriteInfo, now: LogicalTime) -> StreamId {
         let s = self.decide(self.req_entry);
+        self.gc_seen.host_page();
         debug_assert!((s.0 as u32) < self.p.host_streams);
         if let Some(h) = &mut self.hazard {
             h.write(s.0 as usize, now.0);
@@ -320,6 +326,8 @@ impl Placement for PcStream {
         s
     }
     fn on_segment_reclaimed(&mut self, r: &Reclaimed, now: LogicalTime) {
+        self.gc_seen
+            .reclaimed(r.valid_copied, now.0.saturating_sub(r.created.0));
         if let Some(h) = &mut self.hazard {
             let hs = self.p.host_streams as usize;
             if (r.wp as usize) < hs {

@@ -63,10 +63,16 @@ const DEFAULT_HV_GENERATIONS: usize = 1;
 /// `merge`: when PCs share a stream.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Merge {
+    /// As `FitFirst`, but two PCs (or clusters) adjacent in lifetime share a stream when the
+    /// placement cost model (`placement::open_cost`) says the copies their separation saves do
+    /// not pay for the spare space one more open unit takes; before GC has reclaimed a unit,
+    /// merged as `MinGain` merges (docs/POLICIES.md, "When a stream pays": measured, not the
+    /// default).
+    Cost,
     /// While the known PCs number no more than the streams beside stream 0, each has a stream
     /// of its own, kept across reclusterings; only when they outnumber those streams are they
-    /// clustered (and clusters merged as under `MinGain`). The papers' rule; not the default:
-    /// see docs/POLICIES.md, "A stream per PC: measured".
+    /// clustered (and clusters merged as under `MinGain`). The papers' rule, whatever a stream
+    /// costs: see docs/POLICIES.md, "A stream per PC: measured".
     FitFirst,
     /// Always clustered, adjacent clusters whose split says little merged (`min_gain`), and a
     /// lone cluster like stream 0's data in stream 0, even while streams are free (default).
@@ -117,6 +123,9 @@ pub struct Params {
     /// (else by its completed lifetimes).
     pub weigh_by_pages: bool,
     pub merge: Merge,
+    /// Write points the device holds open without cutting its GC watermarks
+    /// (`PolicyCtx::write_point_budget`): what the slack of `merge=cost` is counted from.
+    pub write_point_budget: u32,
 }
 
 /// The `pcstream`-only parameters (`pcstream-star` has no substreams).
@@ -174,7 +183,11 @@ impl Params {
         let merge = ctx.choice(
             "merge",
             "min_gain",
-            &[("fit_first", Merge::FitFirst), ("min_gain", Merge::MinGain)],
+            &[
+                ("cost", Merge::Cost),
+                ("fit_first", Merge::FitFirst),
+                ("min_gain", Merge::MinGain),
+            ],
         )?;
         // `pcstream-star` takes these three as well, and has no use for them.
         let (hv_min_units, class_base, class_ratio) = shared_substream_params(ctx)?;
@@ -208,6 +221,7 @@ impl Params {
             hv_min_copies: hv_min_units * ctx.unit_pages as f64,
             weigh_by_pages,
             merge,
+            write_point_budget: ctx.write_point_budget,
         })
     }
 }

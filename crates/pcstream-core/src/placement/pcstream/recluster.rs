@@ -1,6 +1,7 @@
 //! The reclustering: every PC with `n_min` lifetimes clustered by lifetime, clusters that say
 //! little merged, streams assigned, substream slots chosen, statistics decayed.
 
+use super::params::Merge;
 use super::substreams::Substreams;
 use super::PcStream;
 use crate::placement::cluster::{
@@ -13,7 +14,8 @@ type Known = Vec<(f64, u64, usize)>;
 
 impl PcStream {
     /// Re-cluster every PC with at least `n_min` lifetimes into streams 1..N−1 (with
-    /// `merge=fit_first`, while they fit, each to a stream of its own: `fit.rs`).
+    /// `merge=fit_first`, while they fit, each to a stream of its own: `fit.rs`; with
+    /// `merge=cost`, too, unless a stream does not pay: `cost.rs`).
     pub(super) fn recluster(&mut self, now: u64) {
         self.reclusterings += 1;
         self.joined.clear();
@@ -24,24 +26,37 @@ impl PcStream {
         }
         let known = self.known();
         self.known_last = known.len();
-        self.own_streams = self.fits(known.len()) && !self.lone_pc_like_zero(&known);
+        let x: Vec<f64> = known.iter().map(|k| k.0).collect();
+        let fits = self.fits(known.len());
+        // `merge=cost`: while the PCs fit, each is its own cluster, merged only where a stream
+        // does not pay.
+        let by_cost = self.p.merge == Merge::Cost;
+        let c = if by_cost && fits {
+            Clustering {
+                labels: (0..x.len() as u32).collect(),
+                centroids: x.clone(),
+            }
+        } else if self.p.agglomerative {
+            agglomerative_1d(&x, (self.p.host_streams - 1) as usize)
+        } else {
+            kmeans_1d(&x, (self.p.host_streams - 1) as usize)
+        };
+        let (merged, samples) = if by_cost {
+            self.merge_by_cost(&known, &c)
+        } else {
+            self.merge(&known, &c)
+        };
+        let groups = merged.last().map_or(0, |&m| m as usize + 1);
+        let all_apart = !by_cost || groups == known.len();
+        self.own_streams = fits && all_apart && !self.lone_pc_like_zero(&known);
         if self.own_streams {
             self.assign_own_streams(&known);
             if self.p.substreams == Substreams::HighVariance {
                 self.choose_substreamed(false);
             }
-            self.end_period();
+            self.end_period(now);
             return;
         }
-        let x: Vec<f64> = known.iter().map(|k| k.0).collect();
-        let k = (self.p.host_streams - 1) as usize;
-        let c = if self.p.agglomerative {
-            agglomerative_1d(&x, k)
-        } else {
-            kmeans_1d(&x, k)
-        };
-        let (merged, samples) = self.merge(&known, &c);
-        let groups = merged.last().map_or(0, |&m| m as usize + 1);
         for e in &mut self.table.pcs {
             e.clustered = false;
             e.stream = 0;
@@ -58,7 +73,7 @@ impl PcStream {
         if self.p.substreams == Substreams::HighVariance {
             self.choose_substreamed(zero_is_group);
         }
-        self.end_period();
+        self.end_period(now);
     }
 
     /// The PCs with `n_min` lifetimes, sorted by (value, signature): the order, hence the
@@ -90,7 +105,7 @@ impl PcStream {
 
     /// Merge adjacent k-means clusters whose split says little; the group of each cluster, and
     /// the moments of every known PC's log2 lifetimes together.
-    fn merge(&self, known: &Known, c: &Clustering) -> (Vec<u32>, Moments) {
+    pub(super) fn merge(&self, known: &[(f64, u64, usize)], c: &Clustering) -> (Vec<u32>, Moments) {
         // Clusters whose pages' lifetimes overlap are not worth two streams: each stream holds an
         // open unit, space that GC then lacks, and mixing two such clusters costs nothing more
         // than the spread inside each already does.
@@ -178,7 +193,8 @@ impl PcStream {
 
     /// A new period: pages since the reclustering start from 0, and with `stat_decay` every
     /// lifetime statistic is halved.
-    fn end_period(&mut self) {
+    fn end_period(&mut self, now: u64) {
+        self.gc_seen.decay(now, self.p.period);
         for e in &mut self.table.pcs {
             e.recent_pages = 0;
             if self.p.stat_decay {
