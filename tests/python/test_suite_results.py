@@ -200,3 +200,18 @@ def test_the_share_of_the_gap_to_the_oracle_pcstream_closes() -> None:
         == ""
     )
     assert suite_results.gap_closed({"baseline": {"waf": 2.0}, "pcstream": {"waf": 1.0}}) == ""
+
+
+def test_the_gap_left_splits_into_a_learned_table_and_the_rest() -> None:
+    runs = {"baseline": {"waf": 2.0}, "pcstream": {"waf": 1.75}, "oracle": {"waf": 1.0}}
+    # A learned table takes pcstream-star from 1.75 to 1.5: a quarter of the gap (1.0); half of
+    # it is left.
+    clause = suite_results.gap_left(runs, 1.5)
+    assert "`pcstream-star` 1.500 (recovers 25% of the gap)" in clause
+    assert clause.endswith("what PCs do not tell: 50%")
+    # Worse from the table: it recovers a negative share, and what is left counts from pcstream.
+    worse = suite_results.gap_left(runs, 1.85)
+    assert "(recovers -10% of the gap)" in worse and worse.endswith(": 75%")
+    assert suite_results.gap_left(runs, None) == ""
+    flat = {"baseline": {"waf": 1.0}, "pcstream": {"waf": 1.0}, "oracle": {"waf": 1.0}}
+    assert suite_results.gap_left(flat, 1.0) == ""
