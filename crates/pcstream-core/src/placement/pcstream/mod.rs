@@ -5,7 +5,9 @@
 //! `merge=fit_first`, while the other PCs number at most N−1, each has a host stream of its own
 //! and keeps it; when they outnumber the streams, or always with `merge=min_gain` (the
 //! default), it clusters them by log2 lifetime into streams 1..N−1 every `period` host pages
-//! (earlier when a new PC fits no cluster or a joined PC drifts). Adjacent clusters whose split
+//! (earlier when a new PC fits no cluster or a joined PC drifts). With `merge=cost`, as with
+//! `fit_first`, but groups adjacent in lifetime share a stream where the placement cost model
+//! (`placement::open_cost`) says a stream does not pay. Adjacent clusters whose split
 //! says little share a stream; with `min_gain`, a lone cluster like stream 0's data shares
 //! stream 0. `pcstream-star` leaves GC copies in their stream; `pcstream` adds substreams for GC
 //! survivors (`substream_policy`: `high_variance`, `all`, `age`, `death`). The rules, their
@@ -23,7 +25,8 @@
 //! weight of their PC's cluster when clusters are merged; PC 0 (unknown context) always goes to
 //! stream 0.
 //!
-//! Files: `params.rs` (parameters), `fit.rs` (a stream per PC while they fit), `table.rs` (PC
+//! Files: `params.rs` (parameters), `fit.rs` (a stream per PC while they fit), `cost.rs`
+//! (`merge=cost`), `table.rs` (PC
 //! statistics, the bounded and persistent table), `recluster.rs` (the clustering),
 //! `substreams.rs` (the substream modes), `substream_slots.rs` (slots and where survivors go),
 //! `hazard.rs` (death rates of young and old pages, `hv_test=hazard`).
