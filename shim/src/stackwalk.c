@@ -34,11 +34,13 @@ __attribute__((noinline)) static uintptr_t *hook_frame(const struct tbuf *b)
     return NULL;
 }
 
-/* fp: follow the rbp chain from the hook's record. *ended = 1 if the chain stopped before `max`
- * frames (null or invalid next record): then the last frame's own record was read too. */
-static int walk_fp(struct tbuf *b, struct segtab *t, uintptr_t *out, struct seg **sg, int max, int *ended)
+/* fp: follow the rbp chain from the hook's record `fp`. *ended = 1 if the chain stopped before
+ * `max` frames (null or invalid next record): then the last frame's own record was read too.
+ * `for_auto`: -1 at the first frame (before the last of `max`) in a module without frame
+ * pointers, whose record the walk would rely on: auto does not take that walk (fp_trusted). */
+static int walk_fp(struct tbuf *b, struct segtab *t, uintptr_t *fp, uintptr_t *out, struct seg **sg, int max,
+                   int *ended, int for_auto)
 {
-    uintptr_t *fp = hook_frame(b);
     int n = 0;
     *ended = 1;
     while (fp && n < max) {
@@ -47,6 +49,8 @@ static int walk_fp(struct tbuf *b, struct segtab *t, uintptr_t *out, struct seg 
         struct seg *s = n > 0 && ret >= sg[n - 1]->lo && ret < sg[n - 1]->hi ? sg[n - 1] : find_seg(t, ret);
         if (!s)
             return n;
+        if (for_auto && s->has_fp != 1 && n < max - 1)
+            return -1;
         sg[n] = s;
         out[n++] = ret;
         if (n == max)
@@ -81,9 +85,9 @@ static int after_call(const struct seg *s, uintptr_t a)
  * shim's own frames, whose uninitialised locals hold stale addresses, are never read), at most
  * SCAN_WORDS words; keep the values that lie in an executable segment outside the shim and follow
  * a call instruction. The first is the exact return address of the hooked call. */
-static int walk_scan(struct tbuf *b, struct segtab *t, uintptr_t *out, struct seg **sg, int max)
+static int walk_scan(struct tbuf *b, struct segtab *t, const uintptr_t *fp, uintptr_t *out, struct seg **sg,
+                     int max)
 {
-    uintptr_t *fp = hook_frame(b);
     if (!fp)
         return 0;
     const uintptr_t *w = fp + 1;
@@ -131,7 +135,8 @@ static int fp_trusted(struct seg **sg, int n, int ended)
     return 1;
 }
 
-static void emit_sig(uint64_t sig, struct seg **sg, const uintptr_t *pcs, int n)
+/* Kept out of line: its 8 KiB line would otherwise sit in every walk's stack frame. */
+__attribute__((noinline)) static void emit_sig(uint64_t sig, struct seg **sg, const uintptr_t *pcs, int n)
 {
     char line[8192];
     size_t at = put_str(line, 0, sizeof line, "S ");
@@ -158,27 +163,31 @@ static void emit_sig(uint64_t sig, struct seg **sg, const uintptr_t *pcs, int n)
     txt_line(line, at);
 }
 
-__attribute__((noinline)) uint64_t signature(struct tbuf *b, uint16_t *nframes)
+/* The signature of a frame list is a function of its return addresses and the module table, so
+ * each thread remembers the last ones it hashed: checking MEMO_FRAMES addresses against a slot
+ * costs less than mixing them (two dependent multiplications per frame in pc_sig_step). */
+#define MEMO_SLOTS 64
+#define MEMO_FRAMES 16
+struct memo {
+    const struct segtab *t;
+    uint64_t sig;
+    int n;
+    uintptr_t pcs[MEMO_FRAMES];
+};
+static TLS struct memo t_memo[MEMO_SLOTS];
+
+static uint64_t frames_sig(const struct segtab *t, struct seg **sg, const uintptr_t *pcs, int n)
 {
-    struct segtab *t = segs();
-    uintptr_t pcs[MAX_FRAMES];
-    struct seg *sg[MAX_FRAMES];
-    int n = 0, ended = 0;
-    switch (g_method) {
-    case M_FP:
-        n = walk_fp(b, t, pcs, sg, g_frames, &ended);
-        break;
-    case M_SCAN:
-        n = walk_scan(b, t, pcs, sg, g_frames);
-        break;
-    case M_UNWIND:
-        n = g_unw_backtrace ? walk_unwind(t, pcs, sg, g_frames) : walk_fp(b, t, pcs, sg, g_frames, &ended);
-        break;
-    default:
-        n = walk_fp(b, t, pcs, sg, g_frames, &ended);
-        if (g_unw_backtrace && !fp_trusted(sg, n, ended))
-            n = walk_unwind(t, pcs, sg, g_frames);
-        break;
+    uint64_t k = (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        k = (k ^ pcs[i]) * 0x9e3779b97f4a7c15ULL;
+    struct memo *m = &t_memo[k >> 58 & (MEMO_SLOTS - 1)];
+    if (m->t == t && m->n == n) {
+        int i = 0;
+        while (i < n && m->pcs[i] == pcs[i])
+            i++;
+        if (i == n)
+            return m->sig;
     }
     uint64_t h = PC_SIG_SEED;
     for (int i = 0; i < n; i++) {
@@ -187,6 +196,42 @@ __attribute__((noinline)) uint64_t signature(struct tbuf *b, uint16_t *nframes)
     }
     if (!h)
         h = 1;
+    if (n <= MEMO_FRAMES) {
+        m->t = t;
+        m->sig = h;
+        m->n = n;
+        memcpy(m->pcs, pcs, sizeof(uintptr_t) * (size_t)n);
+    }
+    return h;
+}
+
+__attribute__((noinline)) uint64_t signature(struct tbuf *b, uint16_t *nframes)
+{
+    struct segtab *t = segs();
+    uintptr_t pcs[MAX_FRAMES];
+    struct seg *sg[MAX_FRAMES];
+    int n = 0, ended = 0;
+    uintptr_t *fp = hook_frame(b);
+    switch (g_method) {
+    case M_FP:
+        n = walk_fp(b, t, fp, pcs, sg, g_frames, &ended, 0);
+        break;
+    case M_SCAN:
+        n = walk_scan(b, t, fp, pcs, sg, g_frames);
+        break;
+    case M_UNWIND:
+        n = g_unw_backtrace ? walk_unwind(t, pcs, sg, g_frames) : walk_fp(b, t, fp, pcs, sg, g_frames, &ended, 0);
+        break;
+    default:
+        n = walk_fp(b, t, fp, pcs, sg, g_frames, &ended, g_unw_backtrace != NULL);
+        /* not all frame pointers: the call-frame rules (cfi.c), which give what libunwind gives
+         * where they apply, and libunwind itself where they do not */
+        if (g_unw_backtrace && (n < 0 || !fp_trusted(sg, n, ended)) &&
+            (n = walk_cfi(b, t, fp, pcs, sg, g_frames)) < 0)
+            n = walk_unwind(t, pcs, sg, g_frames);
+        break;
+    }
+    uint64_t h = frames_sig(t, sg, pcs, n);
     *nframes = (uint16_t)n;
     if (seen_insert(g_seen_sig, h))
         emit_sig(h, sg, pcs, n);
