@@ -136,10 +136,11 @@ static const unsigned char *fde_of(const struct seg *s, uintptr_t pc)
     return (uintptr_t)h + (intptr_t)start <= pc ? h + fde : NULL;
 }
 
-/* [p, p + n) inside the module's loaded segments: a table entry pointing elsewhere is not read */
+/* [p, p + n) inside the loaded segment of .eh_frame_hdr (and .eh_frame): an entry pointing
+ * elsewhere is not read, so a damaged table cannot make the walk fault */
 static int in_module(const struct seg *s, const unsigned char *p, size_t n)
 {
-    return p && (uintptr_t)p >= s->mod_lo && (uintptr_t)p + n >= (uintptr_t)p && (uintptr_t)p + n <= s->mod_hi;
+    return p && (uintptr_t)p >= s->eh_lo && (uintptr_t)p + n >= (uintptr_t)p && (uintptr_t)p + n <= s->eh_hi;
 }
 
 struct cie {

@@ -122,13 +122,15 @@ static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
     int has_fp = -1;
     size_t eh_len = 0;
     const unsigned char *eh = eh_hdr_of(info, &eh_len);
-    uintptr_t mod_lo = UINTPTR_MAX, mod_hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
+    /* the loaded segment holding .eh_frame_hdr, where GNU ld and lld put .eh_frame too */
+    uintptr_t eh_lo = 0, eh_hi = 0;
+    for (int i = 0; eh && i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && info->dlpi_addr + ph->p_vaddr < mod_lo)
-            mod_lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && info->dlpi_addr + ph->p_vaddr + ph->p_memsz > mod_hi)
-            mod_hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (uintptr_t)eh >= lo && (uintptr_t)eh + eh_len <= lo + ph->p_memsz) {
+            eh_lo = lo;
+            eh_hi = lo + ph->p_memsz;
+        }
     }
     for (int i = 0; i < info->dlpi_phnum && t->n < MAX_SEGS; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -143,10 +145,10 @@ static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
         s->module = id;
         s->path = strdup(path); /* leaked with the table: tables are replaced, never freed */
         s->has_fp = has_fp;
-        s->eh_hdr = eh;
+        s->eh_hdr = eh_hi ? eh : NULL;
         s->eh_len = eh_len;
-        s->mod_lo = mod_lo;
-        s->mod_hi = mod_hi;
+        s->eh_lo = eh_lo;
+        s->eh_hi = eh_hi;
     }
     return 0;
 }

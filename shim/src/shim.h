@@ -311,10 +311,10 @@ struct seg {
     const char *path;
     int has_fp; /* auto: the module keeps frame pointers (see module_has_fp) */
     /* auto's unwind walk (cfi.c): the module's .eh_frame_hdr (NULL: none, or a layout not
-     * read) and the span of its loaded segments, which every table entry must point into */
+     * read) and the loaded segment holding it, which every FDE and CIE read must lie in */
     const unsigned char *eh_hdr;
     size_t eh_len;
-    uintptr_t mod_lo, mod_hi;
+    uintptr_t eh_lo, eh_hi;
 };
 
 struct segtab {

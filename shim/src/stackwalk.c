@@ -1,8 +1,9 @@
 /* stackwalk.c: the PC signature of a call: the walkers (fp: the rbp chain; scan: stack words after
  * a call instruction; unwind: libunwind's unw_backtrace; auto: fp when every frame record it used
- * belongs to a frame-pointer module, else unwind), the hash of the frames and the S/F lines of a
- * signature seen for the first time. The module table the walkers look addresses up in is
- * modules.c's; the configuration below is set, and libunwind loaded, by lifecycle.c. */
+ * belongs to a frame-pointer module, else the call-frame rules of cfi.c, else unwind), the
+ * per-thread memos of signatures, the hash of the frames and the S/F lines of a signature seen
+ * for the first time. The module table the walkers look addresses up in is modules.c's; the
+ * configuration below is set, and libunwind loaded, by lifecycle.c. */
 #include "shim.h"
 
 /* ---------- configuration: set once by lifecycle.c at init, read on every walk ---------- */
