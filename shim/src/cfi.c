@@ -25,8 +25,11 @@ struct rule {
     uint8_t cfa_reg, rbp_how, kind;
 };
 
-static TLS struct rule t_rules[RULE_SLOTS];
+/* A thread's rules (RULE_SLOTS of them), mapped at its first walk rather than held in TLS: static
+ * TLS is carved out of every thread's stack, recording or not. Unmapped when it ends. */
+static TLS struct rule *t_rules;
 static TLS struct segtab *t_rules_tab; /* the module table the cached rules were found in */
+static TLS int t_rules_off;            /* not mapped (again) for this thread: refused, or it ended */
 
 struct cfa_state {
     int cfa_reg, cfa_expr;
@@ -161,10 +164,10 @@ static int parse_cie(const struct seg *s, const unsigned char *p, struct cie *ci
         return -1; /* not a CIE */
     int version = (int)fixed(&c, 1);
     const char *aug = (const char *)c.p;
-    size_t alen = strnlen(aug, (size_t)(c.end - c.p));
+    size_t alen = c.end > c.p ? strnlen(aug, (size_t)(c.end - c.p)) : 0;
+    if (c.bad || (version != 1 && version != 3) || c.p + alen >= c.end)
+        return -1; /* no room for the string's end */
     c.p += alen + 1;
-    if (version != 1 && version != 3)
-        return -1;
     ci->code_align = uleb(&c);
     ci->data_align = sleb(&c);
     uint64_t ra_reg = version == 1 ? fixed(&c, 1) : uleb(&c);
@@ -319,8 +322,16 @@ static void find_rule(struct seg *s, uintptr_t ra, struct rule *r)
 
 static const struct rule *rule_of(struct segtab *t, uintptr_t ra)
 {
+    if (!t_rules) {
+        if (t_rules_off || !(t_rules = thread_block(sizeof(struct rule) * RULE_SLOTS))) {
+            t_rules_off = 1;
+            return NULL;
+        }
+        t_rules_tab = t; /* a new mapping is zero: no rule yet */
+    }
     if (t_rules_tab != t) {
-        memset(t_rules, 0, sizeof t_rules); /* a module came or went: rules found before may be stale */
+        /* a module came or went: rules found before may be stale */
+        memset(t_rules, 0, sizeof(struct rule) * RULE_SLOTS);
         t_rules_tab = t;
     }
     struct rule *r = &t_rules[(ra ^ (ra >> 9)) & (RULE_SLOTS - 1)];
@@ -345,7 +356,7 @@ int walk_cfi(const struct tbuf *b, struct segtab *t, const uintptr_t *fp, uintpt
     int n = 0;
     while (n < max) {
         const struct rule *r = rule_of(t, ip);
-        if (r->kind == K_GIVEUP || (ip >= g_self_lo && ip < g_self_hi))
+        if (!r || r->kind == K_GIVEUP || (ip >= g_self_lo && ip < g_self_hi))
             return -1; /* a shim frame above the hook (an exit handler's write): libunwind's cap */
         sg[n] = r->seg;
         out[n++] = ip;
@@ -353,8 +364,8 @@ int walk_cfi(const struct tbuf *b, struct segtab *t, const uintptr_t *fp, uintpt
             break;
         uintptr_t cfa = (r->cfa_reg == R_RSP ? rsp : rbp) + (uintptr_t)(intptr_t)r->cfa_off;
         uintptr_t ra_at = cfa + (uintptr_t)(intptr_t)r->ra_off, rbp_at = cfa + (uintptr_t)(intptr_t)r->rbp_off;
-        if (!on_stack(b, ra_at) || (r->rbp_how == H_OFF && !on_stack(b, rbp_at)))
-            return -1;
+        if (cfa <= rsp || !on_stack(b, ra_at) || (r->rbp_how == H_OFF && !on_stack(b, rbp_at)))
+            return -1; /* a frame not above the last one: libunwind decides what it is */
         if (r->rbp_how == H_OFF)
             rbp = *(const uintptr_t *)rbp_at;
         ip = *(const uintptr_t *)ra_at;
@@ -363,4 +374,11 @@ int walk_cfi(const struct tbuf *b, struct segtab *t, const uintptr_t *fp, uintpt
             return -1;
     }
     return n;
+}
+
+void cfi_thread_gone(void)
+{
+    thread_block_free(t_rules, sizeof(struct rule) * RULE_SLOTS);
+    t_rules = NULL;
+    t_rules_off = 1;
 }

@@ -420,6 +420,8 @@ size_t put_hex(char *dst, size_t at, size_t cap, uint64_t v, int width);
 size_t put_dec(char *dst, size_t at, size_t cap, uint64_t v);
 int seen_insert(_Atomic(uint64_t) *set, uint64_t h);
 int abs_path(int dirfd, const char *p, char *out, size_t cap);
+void *thread_block(size_t n);
+void thread_block_free(void *p, size_t n);
 /* logs.c */
 void open_logs(void);
 void txt_line(const char *s, size_t n);
@@ -438,8 +440,10 @@ struct segtab *segs(void);
 struct seg *find_seg(struct segtab *t, uintptr_t a);
 /* stackwalk.c */
 uint64_t signature(struct tbuf *b, uint16_t *nframes);
+void walk_caches_free(void); /* the calling thread's memos and rules (it ends) */
 /* cfi.c */
 int walk_cfi(const struct tbuf *b, struct segtab *t, const uintptr_t *fp, uintptr_t *out, struct seg **sg, int max);
+void cfi_thread_gone(void);
 /* record.c: `r` is what is recorded, as a compound literal at the call (`&(struct
  * pcshim_record){.op = PCSHIM_OP_WRITE, .fd = fd, ...}`); push_record fills in the time, pid,
  * tid and PC. */

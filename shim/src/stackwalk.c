@@ -184,15 +184,49 @@ struct memo {
     int n;
     uintptr_t pcs[MEMO_FRAMES];
 };
-static TLS struct memo t_memo[MEMO_SLOTS];
+
+/* The fp walk's frames, and auto's verdict on them, are a function of the chain it reads and the
+ * module table: each thread remembers, per chain, the signature the walk gave (auto: or that it
+ * is not to be trusted), so a repeated call path costs reading and comparing its records. */
+enum { CH_SIG = 1, CH_UNTRUSTED = 2 };
+struct chain {
+    const struct segtab *t;
+    uint64_t sig;
+    int n, kind, nframes;
+    uintptr_t ret[MEMO_FRAMES];
+};
+/* A thread's memos, mapped at its first signature (static TLS would take their room from every
+ * thread's stack); none if that fails. Unmapped when the thread ends. */
+struct memos {
+    struct memo sigs[MEMO_SLOTS];
+    struct chain chains[MEMO_SLOTS];
+};
+static TLS struct memos *t_memos;
+static TLS int t_memos_failed;
+
+static struct memos *memos(void)
+{
+    if (!t_memos && !t_memos_failed)
+        t_memos_failed = !(t_memos = thread_block(sizeof *t_memos));
+    return t_memos;
+}
+
+void walk_caches_free(void)
+{
+    thread_block_free(t_memos, sizeof *t_memos);
+    t_memos = NULL;
+    t_memos_failed = 1; /* a later write of this thread (another key's destructor) goes without */
+    cfi_thread_gone();
+}
 
 static uint64_t frames_sig(const struct segtab *t, struct seg **sg, const uintptr_t *pcs, int n)
 {
     uint64_t k = (uint64_t)n;
     for (int i = 0; i < n; i++)
         k = (k ^ pcs[i]) * 0x9e3779b97f4a7c15ULL;
-    struct memo *m = &t_memo[k >> 58 & (MEMO_SLOTS - 1)];
-    if (m->t == t && m->n == n) {
+    struct memos *ms = memos();
+    struct memo *m = ms ? &ms->sigs[k >> 58 & (MEMO_SLOTS - 1)] : NULL;
+    if (m && m->t == t && m->n == n) {
         int i = 0;
         while (i < n && m->pcs[i] == pcs[i])
             i++;
@@ -206,7 +240,7 @@ static uint64_t frames_sig(const struct segtab *t, struct seg **sg, const uintpt
     }
     if (!h)
         h = 1;
-    if (n <= MEMO_FRAMES) {
+    if (m && n <= MEMO_FRAMES) {
         m->t = t;
         m->sig = h;
         m->n = n;
@@ -215,26 +249,19 @@ static uint64_t frames_sig(const struct segtab *t, struct seg **sg, const uintpt
     return h;
 }
 
-/* The fp walk's frames, and auto's verdict on them, are a function of the chain it reads and the
- * module table: each thread remembers, per chain, the signature the walk gave (auto: or that it
- * is not to be trusted), so a repeated call path costs reading and comparing its records. */
-enum { CH_SIG = 1, CH_UNTRUSTED = 2 };
-struct chain {
-    const struct segtab *t;
-    uint64_t sig;
-    int n, kind, nframes;
-    uintptr_t ret[MEMO_FRAMES];
-};
-static TLS struct chain t_chains[MEMO_SLOTS];
-
 /* The slot of a chain; *hit: it holds this chain's verdict. */
 static struct chain *chain_slot(const struct segtab *t, const uintptr_t *ret, int n, int *hit)
 {
     uint64_t k = (uint64_t)n;
     for (int i = 0; i < n; i++)
         k = (k ^ ret[i]) * 0x9e3779b97f4a7c15ULL;
-    struct chain *c = &t_chains[k >> 58 & (MEMO_SLOTS - 1)];
+    struct memos *ms = memos();
+    struct chain *c = ms ? &ms->chains[k >> 58 & (MEMO_SLOTS - 1)] : NULL;
     int i = 0;
+    if (!c) {
+        *hit = 0;
+        return NULL;
+    }
     if (c->t == t && c->n == n)
         while (i < n && c->ret[i] == ret[i])
             i++;
