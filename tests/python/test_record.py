@@ -283,6 +283,15 @@ def test_auto_gives_the_unwind_signatures_through_code_without_frame_pointers(
         assert len({r["pc"] for r in auto.rows if r["op"] == "write"}) == 2, "handler, plain"
 
 
+def test_a_thread_with_a_64k_stack_runs_and_is_recorded(progs: dict[str, Path], tmp_path: Path) -> None:
+    """glibc carves the shim's static TLS out of every thread's stack: a 64 KiB thread must still
+    have room to run its walk (the walk caches are mapped, not TLS)."""
+    r = record(tmp_path, [str(progs["smallstack"])])
+    assert r.status == 0, r.stderr
+    writes = [x for x in r.rows if x["op"] == "write"]
+    assert len(writes) == 100 and all(x["pc"] for x in writes)
+
+
 def test_frames_are_symbolized(progs: dict[str, Path], tmp_path: Path) -> None:
     r = record(tmp_path, [str(progs["callsites"]), "twice"], "--method", "fp", "--frames", "7")
     a, _, b = _sites(r)
