@@ -150,7 +150,6 @@ void thread_gone(void *p)
         if (atomic_compare_exchange_strong(&g_threads[i], &cur, NULL))
             break;
     }
-    walk_caches_free();
 }
 
 /* Flush every thread's buffer. A thread stopped inside its append (by a signal) is waited for a
