@@ -83,6 +83,7 @@ bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench,
 	$(CARGO) run --release -p pcstream-core --example policy_cost
 	$(BIN)/python tools/bench_compare.py
 	$(BIN)/python tools/bench_record.py
+	$(BIN)/python tools/bench_record.py --repeat 5 --depth 6 --capture
 
 policy-table: ## Regenerate the WAF-per-policy table of docs/POLICIES.md from the gen workloads
 	$(CARGO) run --release -p pcstream-trace --example policy_table -- --update docs/POLICIES.md

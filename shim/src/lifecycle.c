@@ -165,6 +165,14 @@ static void install_signal(int sig, struct sigaction *old)
     sigaction(sig, &sa, NULL);
 }
 
+/* A thread that recorded ends: its buffer is flushed (logs.c), its walk caches unmapped
+ * (stackwalk.c). */
+static void thread_end(void *p)
+{
+    thread_gone(p);
+    walk_caches_free();
+}
+
 void atfork_child(void)
 {
     if (!g_active)
@@ -269,7 +277,7 @@ __attribute__((constructor)) static void pcshim_init(void)
     ssize_t n = readlink("/proc/self/exe", g_exe, sizeof g_exe - 1);
     g_exe[n > 0 ? n : 0] = 0;
     dl_iterate_phdr(self_cb, (void *)(uintptr_t)&pcshim_init);
-    pthread_key_create(&g_key, thread_gone);
+    pthread_key_create(&g_key, thread_end);
     if (g_record) {
         open_logs();
         jfr_init();

@@ -38,7 +38,9 @@ static uint64_t build_id_hash(const struct dl_phdr_info *info)
  * built with -fno-omit-frame-pointer has that prologue in 40-75 % of its entries (leaves, thunks
  * and .cold parts have none); code built without it in under 3 %. Threshold 20 %. Static, so
  * the verdict (and with it every auto signature) is the same in every run. */
-static int eh_fp_ratio_ok(const struct dl_phdr_info *info)
+/* The module's .eh_frame_hdr if it has the layout read here (version 1, fde_count udata4, table
+ * datarel|sdata4: what GNU ld and lld write), else NULL. */
+static const unsigned char *eh_hdr_of(const struct dl_phdr_info *info, size_t *len)
 {
     const unsigned char *h = NULL;
     size_t h_len = 0;
@@ -47,8 +49,17 @@ static int eh_fp_ratio_ok(const struct dl_phdr_info *info)
             h = (const unsigned char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
             h_len = info->dlpi_phdr[i].p_memsz;
         }
-    /* version 1, fde_count udata4, table datarel|sdata4: what GNU ld and lld write */
     if (!h || h_len < 12 || h[0] != 1 || h[2] != 0x03 || h[3] != 0x3b)
+        return NULL;
+    *len = h_len;
+    return h;
+}
+
+static int eh_fp_ratio_ok(const struct dl_phdr_info *info)
+{
+    size_t h_len = 0;
+    const unsigned char *h = eh_hdr_of(info, &h_len);
+    if (!h)
         return 0;
     size_t ptr_len;
     switch (h[1] & 0x0f) {
@@ -109,6 +120,18 @@ static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (!id)
         id = hash_bytes(path, strlen(path));
     int has_fp = -1;
+    size_t eh_len = 0;
+    const unsigned char *eh = eh_hdr_of(info, &eh_len);
+    /* the loaded segment holding .eh_frame_hdr, where GNU ld and lld put .eh_frame too */
+    uintptr_t eh_lo = 0, eh_hi = 0;
+    for (int i = 0; eh && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (uintptr_t)eh >= lo && (uintptr_t)eh + eh_len <= lo + ph->p_memsz) {
+            eh_lo = lo;
+            eh_hi = lo + ph->p_memsz;
+        }
+    }
     for (int i = 0; i < info->dlpi_phnum && t->n < MAX_SEGS; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -122,6 +145,10 @@ static int seg_cb(struct dl_phdr_info *info, size_t size, void *arg)
         s->module = id;
         s->path = strdup(path); /* leaked with the table: tables are replaced, never freed */
         s->has_fp = has_fp;
+        s->eh_hdr = eh_hi ? eh : NULL;
+        s->eh_len = eh_len;
+        s->eh_lo = eh_lo;
+        s->eh_hi = eh_hi;
     }
     return 0;
 }

@@ -42,10 +42,11 @@ void rec_write_pc(int fd, int64_t off, ssize_t ret, uint32_t flags, struct pc_on
         if (d && cur >= 0)
             desc_moved(fd, d, cur, ret, &pc);
     }
-    push_record(&(struct pcshim_record){.op = PCSHIM_OP_WRITE, .fd = fd, .offset = (uint64_t)off,
-                                        .len = (uint64_t)ret, .flags = flags, .dev = e->dev, .ino = e->ino,
-                                        .path = e->path},
-                &pc);
+    /* every field named: a partly named record is zeroed first (rep stos, slow to start) */
+    struct pcshim_record r = {.ts_ns = 0, .offset = (uint64_t)off, .len = (uint64_t)ret, .pc = 0, .dev = e->dev,
+                              .ino = e->ino, .path = e->path, .aux = 0, .pid = 0, .tid = 0, .fd = fd,
+                              .flags = flags, .op = PCSHIM_OP_WRITE, .nframes = 0, .reserved = 0};
+    push_record(&r, &pc);
 }
 
 void rec_path(int op, int dirfd, const char *p, uint64_t aux, const struct stat *st)

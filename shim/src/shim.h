@@ -23,6 +23,8 @@
  *   modules.c        module table (executable segments, build ids, frame-pointer verdicts) and the
  *                    dlopen/dlclose hooks that mark it stale
  *   stackwalk.c      fp / scan / unwind / auto walkers, the signature and its S/F lines
+ *   cfi.c            auto's unwind walk: each return address's DWARF call-frame rule, cached
+ *                    per thread (libunwind where it gives up)
  *   record.c         records: the time, ids and PC filled in, into the thread's buffer; the guard
  *   account.c        open file descriptions: what was recorded through each (its logical end),
  *                    the safety net (position beyond it at close, dup2, exec, fork, exit)
@@ -308,6 +310,11 @@ struct seg {
     uint64_t module;
     const char *path;
     int has_fp; /* auto: the module keeps frame pointers (see module_has_fp) */
+    /* auto's unwind walk (cfi.c): the module's .eh_frame_hdr (NULL: none, or a layout not
+     * read) and the loaded segment holding it, which every FDE and CIE read must lie in */
+    const unsigned char *eh_hdr;
+    size_t eh_len;
+    uintptr_t eh_lo, eh_hi;
 };
 
 struct segtab {
@@ -413,6 +420,8 @@ size_t put_hex(char *dst, size_t at, size_t cap, uint64_t v, int width);
 size_t put_dec(char *dst, size_t at, size_t cap, uint64_t v);
 int seen_insert(_Atomic(uint64_t) *set, uint64_t h);
 int abs_path(int dirfd, const char *p, char *out, size_t cap);
+void *thread_block(size_t n);
+void thread_block_free(void *p, size_t n);
 /* logs.c */
 void open_logs(void);
 void txt_line(const char *s, size_t n);
@@ -431,6 +440,10 @@ struct segtab *segs(void);
 struct seg *find_seg(struct segtab *t, uintptr_t a);
 /* stackwalk.c */
 uint64_t signature(struct tbuf *b, uint16_t *nframes);
+void walk_caches_free(void); /* the calling thread's memos and rules (it ends) */
+/* cfi.c */
+int walk_cfi(const struct tbuf *b, struct segtab *t, const uintptr_t *fp, uintptr_t *out, struct seg **sg, int max);
+void cfi_thread_gone(void);
 /* record.c: `r` is what is recorded, as a compound literal at the call (`&(struct
  * pcshim_record){.op = PCSHIM_OP_WRITE, .fd = fd, ...}`); push_record fills in the time, pid,
  * tid and PC. */

@@ -105,3 +105,19 @@ int abs_path(int dirfd, const char *p, char *out, size_t cap)
     out[at] = 0;
     return 0;
 }
+
+/* Zeroed memory of a thread's own (its walk caches), from mmap so that only threads that record
+ * pay for it, and only for the pages they touch; NULL if refused. */
+void *thread_block(size_t n)
+{
+    RESOLVE(mmap);
+    void *p = real_mmap ? real_mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void thread_block_free(void *p, size_t n)
+{
+    RESOLVE(munmap);
+    if (p && real_munmap)
+        real_munmap(p, n);
+}

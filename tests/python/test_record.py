@@ -35,6 +35,7 @@ NO_FP = ["-O2", "-fomit-frame-pointer", "-fno-inline"]
 BUILDS = {
     "callsites": ("callsites", FP, []),
     "callsites_nofp": ("callsites", NO_FP, []),
+    "handlerwrite": ("handlerwrite", NO_FP, []),
     "static_writer": ("static_writer", ["-O2", "-static"], []),
     "stdioacct": ("stdioacct", ["-O2", "-D_FORTIFY_SOURCE=2"], []),
 }
@@ -257,6 +258,40 @@ def test_methods_agree_where_they_can(progs: dict[str, Path], tmp_path: Path, bu
         assert sig["auto", 12] == sig["unwind", 12]
 
 
+# programs whose writes pass through code without frame pointers (`-B`: no .pyc written)
+NOFP_PROGRAMS = {
+    "handlerwrite": lambda progs, d: [str(progs["handlerwrite"])],
+    "sort": lambda progs, d: ["sort", "-o", str(d / "sorted.txt"), str(SHIM_SRC / "overhead.c")],
+    "python": lambda progs, d: [sys.executable, "-B", "-c", f"open({str(d / 'p')!r}, 'w').write('x' * 9)"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOFP_PROGRAMS))
+def test_auto_gives_the_unwind_signatures_through_code_without_frame_pointers(
+    progs: dict[str, Path], tmp_path: Path, name: str
+) -> None:
+    """auto's own walk by call-frame rules (and libunwind where it gives up: the signal frame of
+    handlerwrite) finds what libunwind finds, to the end of the stack."""
+    cmd = NOFP_PROGRAMS[name](progs, tmp_path)
+    auto = record(tmp_path, cmd, "--method", "auto", "--frames", "40", "--no-symbols")
+    unwind = record(tmp_path, cmd, "--method", "unwind", "--frames", "40", "--no-symbols")
+    assert auto.status == unwind.status == 0, auto.stderr + unwind.stderr
+    sigs = [{(r["op"], r["pc"]) for r in x.rows if r["pc"]} for x in (auto, unwind)]
+    assert sigs[0] == sigs[1] and len(sigs[0]) >= 2
+    assert auto.pcs == unwind.pcs
+    if name == "handlerwrite":
+        assert len({r["pc"] for r in auto.rows if r["op"] == "write"}) == 2, "handler, plain"
+
+
+def test_a_thread_with_a_64k_stack_runs_and_is_recorded(progs: dict[str, Path], tmp_path: Path) -> None:
+    """glibc carves the shim's static TLS out of every thread's stack: a 64 KiB thread must still
+    have room to run its walk (the walk caches are mapped, not TLS)."""
+    r = record(tmp_path, [str(progs["smallstack"])])
+    assert r.status == 0, r.stderr
+    writes = [x for x in r.rows if x["op"] == "write"]
+    assert len(writes) == 100 and all(x["pc"] for x in writes)
+
+
 def test_frames_are_symbolized(progs: dict[str, Path], tmp_path: Path) -> None:
     r = record(tmp_path, [str(progs["callsites"]), "twice"], "--method", "fp", "--frames", "7")
     a, _, b = _sites(r)
@@ -406,6 +441,20 @@ def test_overhead_benchmark_runs(tmp_path: Path) -> None:
     assert names == ["no shim", "shim loaded, inert"] + [
         f"record --method {m}" for m in ("fp", "unwind", "auto", "scan")
     ] + bpf + [f"live {m}, PC {what}" for m in ("fp", "auto") for what in ("in table", "unknown")]
+    assert all(float(line.split()[-4]) > 0 for line in lines[2:])
+
+
+def test_capture_benchmark_at_depth_6_runs() -> None:
+    """`make bench`'s capture line: no shim, the shim's methods and the BPF capture beside them."""
+    cmd = [sys.executable, str(ROOT / "tools" / "bench_record.py"), "--writes", "2000", "--repeat", "1"]
+    proc = subprocess.run([*cmd, "--depth", "6", "--capture"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("2000 x 64 B pwrite, depth 6, frames 12, median of 1")
+    names = [line[:26].strip() for line in lines[2:]]
+    bpf = ["record --via bpf", "record --via bpf, no fp", "record --via auto (fp)"]
+    bpf = bpf if "record --via bpf" in names else []
+    assert names == ["no shim"] + [f"record --method {m}" for m in ("fp", "unwind", "auto", "scan")] + bpf
     assert all(float(line.split()[-4]) > 0 for line in lines[2:])
 
 
