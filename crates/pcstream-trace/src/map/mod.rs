@@ -30,6 +30,7 @@ mod namespace;
 pub mod options;
 pub mod output;
 pub mod pagecache;
+mod ranked;
 mod writeback;
 
 use std::collections::BTreeMap;
