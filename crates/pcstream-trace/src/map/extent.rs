@@ -186,7 +186,11 @@ impl ExtentMap {
         let Some(lo) = touched.iter().position(|e| e.unwritten) else {
             return false;
         };
-        let hi = touched.iter().rposition(|e| e.unwritten).expect("one unwritten") + 1;
+        let hi = touched
+            .iter()
+            .rposition(|e| e.unwritten)
+            .expect("one unwritten")
+            + 1;
         let mut parts: Vec<Extent> = Vec::with_capacity(hi - lo + 2);
         for &e in &touched[lo..hi] {
             if !e.unwritten {

@@ -59,6 +59,8 @@ pub struct FreeSpace {
     /// runs come and go: the group scan asks every group for its largest order at each
     /// allocation, and walking a fragmented group's runs for it was a tenth of the model's time.
     group_orders: Vec<OrderCounts>,
+    /// Each group's orders with at least one chunk, one bit each: its largest order at once.
+    group_order_bits: Vec<u16>,
     /// Each group's count of free extents (see [`FreeSpace::avg_fragment`]), kept likewise.
     group_frags: Vec<u64>,
     free: u64,
@@ -73,6 +75,7 @@ impl FreeSpace {
             group_free: vec![0; layout.groups as usize],
             group_max: vec![0; layout.groups as usize],
             group_orders: vec![[0; MAX_BUDDY_ORDER as usize + 1]; layout.groups as usize],
+            group_order_bits: vec![0; layout.groups as usize],
             group_frags: vec![0; layout.groups as usize],
             free: 0,
             blocks: layout.blocks,
@@ -193,11 +196,18 @@ impl FreeSpace {
     fn count_run(&mut self, s: u64, l: u64, add: bool) {
         let g = Self::group(s);
         let orders = &mut self.group_orders[g];
+        let bits = &mut self.group_order_bits[g];
         let (mut p, end) = (s, s + l);
         while p < end {
             let size = chunk_at(p, end);
-            let o = &mut orders[size.trailing_zeros() as usize];
+            let k = size.trailing_zeros();
+            let o = &mut orders[k as usize];
             *o = if add { *o + 1 } else { *o - 1 };
+            if *o == 0 {
+                *bits &= !(1 << k);
+            } else {
+                *bits |= 1 << k;
+            }
             p += size;
         }
         let n = &mut self.group_frags[g];
@@ -471,8 +481,8 @@ impl FreeSpace {
         if self.group_free[g] == 0 {
             return None;
         }
-        let orders = &self.group_orders[g];
-        (0..=MAX_BUDDY_ORDER).rev().find(|&o| orders[o as usize] > 0)
+        let bits = self.group_order_bits[g];
+        (bits != 0).then(|| 15 - bits.leading_zeros())
     }
 
     /// [`FreeSpace::find`] without trying a goal block: a request with no neighbouring extent
@@ -634,7 +644,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 3 == 0 && !used.is_empty() {
+            if x.is_multiple_of(3) && !used.is_empty() {
                 let (s, n) = used.swap_remove((x >> 8) as usize % used.len());
                 f.release(s, n);
             } else if let Some((s, n)) = f.find(x >> 20, 1 + (x >> 4) % 300, None) {
@@ -660,6 +670,8 @@ mod tests {
                 }
                 assert_eq!(f.group_frags[g], frags, "step {step}, group {g}");
                 assert_eq!(f.group_orders[g], orders, "step {step}, group {g}");
+                let top = orders.iter().rposition(|&n| n > 0).map(|o| o as u32);
+                assert_eq!(f.largest_order(g), top, "step {step}, group {g}");
             }
         }
     }

@@ -6,9 +6,18 @@
 //!
 //! Priorities come from a counter through a fixed mix, so the shape is the same on every run;
 //! nothing read from the sequence depends on its shape anyway.
+//!
+//! Most files have a handful of extents: a short sequence stays a plain `Vec` (a binary search
+//! and a move of at most [`FLAT_MAX`] items is cheaper than a walk down the tree), becomes a
+//! tree past [`FLAT_MAX`] items and a `Vec` again at [`FLAT_MIN`] (apart, so a length going up
+//! and down by one does not rebuild it each time).
 
 /// No node.
 const NIL: u32 = u32::MAX;
+/// Longest sequence kept as a `Vec`.
+const FLAT_MAX: usize = 64;
+/// Length at which a tree becomes a `Vec` again.
+const FLAT_MIN: usize = 16;
 
 #[derive(Clone, Debug)]
 struct Node<T> {
@@ -23,6 +32,8 @@ struct Node<T> {
 /// A sequence of `T` indexed by position, each operation O(log n) expected.
 #[derive(Clone, Debug)]
 pub struct RankedSeq<T> {
+    /// The items while the sequence is short (then `root` is `NIL` and `nodes` empty).
+    flat: Vec<T>,
     nodes: Vec<Node<T>>,
     /// Slots of removed nodes, reused before the arena grows.
     free: Vec<u32>,
@@ -34,6 +45,7 @@ pub struct RankedSeq<T> {
 impl<T> Default for RankedSeq<T> {
     fn default() -> Self {
         Self {
+            flat: Vec::new(),
             nodes: Vec::new(),
             free: Vec::new(),
             root: NIL,
@@ -44,11 +56,15 @@ impl<T> Default for RankedSeq<T> {
 
 impl<T: Copy> RankedSeq<T> {
     pub fn len(&self) -> usize {
-        self.size(self.root) as usize
+        if self.root == NIL {
+            self.flat.len()
+        } else {
+            self.size(self.root) as usize
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.root == NIL
+        self.root == NIL && self.flat.is_empty()
     }
 
     #[inline]
@@ -86,6 +102,9 @@ impl<T: Copy> RankedSeq<T> {
 
     /// The item at position `i`; panics past the end, as a slice does.
     pub fn get(&self, i: usize) -> T {
+        if self.root == NIL {
+            return self.flat[i];
+        }
         assert!(i < self.len(), "position {i} past the end ({})", self.len());
         self.nodes[self.node_at(i) as usize].item
     }
@@ -97,6 +116,10 @@ impl<T: Copy> RankedSeq<T> {
 
     /// Replace the item at position `i` (the caller keeps the order it relies on).
     pub fn set(&mut self, i: usize, item: T) {
+        if self.root == NIL {
+            self.flat[i] = item;
+            return;
+        }
         assert!(i < self.len(), "position {i} past the end ({})", self.len());
         let t = self.node_at(i);
         self.nodes[t as usize].item = item;
@@ -105,6 +128,9 @@ impl<T: Copy> RankedSeq<T> {
     /// Number of leading items for which `pred` holds (`pred` true then false along the
     /// sequence), as `slice::partition_point`.
     pub fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
+        if self.root == NIL {
+            return self.flat.partition_point(pred);
+        }
         let mut t = self.root;
         let mut before = 0usize;
         while t != NIL {
@@ -206,23 +232,42 @@ impl<T: Copy> RankedSeq<T> {
 
     /// Insert `item` at position `i` (`i <= len`), after the items before it.
     pub fn insert(&mut self, i: usize, item: T) {
-        assert!(i <= self.len(), "insertion at {i} past the end ({})", self.len());
+        assert!(
+            i <= self.len(),
+            "insertion at {i} past the end ({})",
+            self.len()
+        );
         self.splice(i, i, std::iter::once(item));
-    }
-
-    /// Remove the item at position `i`.
-    pub fn remove(&mut self, i: usize) {
-        assert!(i < self.len(), "position {i} past the end ({})", self.len());
-        self.splice(i, i + 1, std::iter::empty());
     }
 
     /// Replace positions `[from, to)` with `items`, in their order: O((k + m) log n) for k items
     /// removed and m inserted.
     pub fn splice(&mut self, from: usize, to: usize, items: impl IntoIterator<Item = T>) {
         assert!(from <= to && to <= self.len(), "bad range {from}..{to}");
-        let (head, rest) = self.split(self.root, from);
-        let (gone, tail) = self.split(rest, to - from);
-        self.release(gone);
+        if self.root == NIL {
+            self.flat.splice(from..to, items);
+            if self.flat.len() > FLAT_MAX {
+                for item in std::mem::take(&mut self.flat) {
+                    let n = self.new_node(item);
+                    self.root = self.merge(self.root, n);
+                }
+            }
+            return;
+        }
+        // An append or a pure insertion splits once (or not at all): most edits are one of them.
+        let (head, rest) = if from == self.len() {
+            (self.root, NIL)
+        } else {
+            self.split(self.root, from)
+        };
+        let (gone, tail) = if to == from {
+            (NIL, rest)
+        } else {
+            self.split(rest, to - from)
+        };
+        if gone != NIL {
+            self.release(gone);
+        }
         let mut mid = NIL;
         for item in items {
             let n = self.new_node(item);
@@ -230,9 +275,13 @@ impl<T: Copy> RankedSeq<T> {
         }
         let left = self.merge(head, mid);
         self.root = self.merge(left, tail);
-        if self.root == NIL {
-            // Empty: give the arena back (an unlinked file's map may have been large).
-            *self = Self::default();
+        if self.len() <= FLAT_MIN {
+            // Short again (an unlinked file's map may have been large): a `Vec`, the arena let go.
+            let flat = self.iter().copied().collect();
+            *self = Self {
+                flat,
+                ..Self::default()
+            };
         }
     }
 
@@ -240,6 +289,7 @@ impl<T: Copy> RankedSeq<T> {
     pub fn iter(&self) -> Iter<'_, T> {
         let mut it = Iter {
             seq: self,
+            flat: self.flat.iter(),
             stack: Vec::new(),
         };
         it.descend(self.root);
@@ -250,6 +300,8 @@ impl<T: Copy> RankedSeq<T> {
 /// In-order walk of a [`RankedSeq`].
 pub struct Iter<'a, T> {
     seq: &'a RankedSeq<T>,
+    /// The items of a short sequence (empty for a tree).
+    flat: std::slice::Iter<'a, T>,
     stack: Vec<u32>,
 }
 
@@ -266,6 +318,9 @@ impl<'a, T> Iterator for Iter<'a, T> {
     type Item = &'a T;
 
     fn next(&mut self) -> Option<&'a T> {
+        if let Some(item) = self.flat.next() {
+            return Some(item);
+        }
         let t = self.stack.pop()?;
         let seq: &'a RankedSeq<T> = self.seq;
         let n = &seq.nodes[t as usize];
@@ -296,7 +351,7 @@ mod tests {
                 }
                 5 | 6 if !v.is_empty() => {
                     let i = at.min(v.len() - 1);
-                    s.remove(i);
+                    s.splice(i, i + 1, std::iter::empty());
                     v.remove(i);
                 }
                 7 if !v.is_empty() => {
@@ -316,7 +371,7 @@ mod tests {
                 }
             }
             assert_eq!(s.len(), v.len(), "step {step}");
-            if step % 997 == 0 {
+            if step.is_multiple_of(997) {
                 assert!(s.iter().copied().eq(v.iter().copied()), "step {step}");
                 let mut sorted = v.clone();
                 sorted.sort_unstable();
@@ -329,7 +384,20 @@ mod tests {
                 );
             }
         }
+        assert!(s.root != NIL, "the walk grew a tree");
+        // Shrink one item at a time: a tree to a `Vec` at FLAT_MIN, agreeing all the way.
+        while v.len() > 3 {
+            let i = v.len() / 2;
+            s.splice(i, i + 1, std::iter::empty());
+            v.remove(i);
+            assert!(s.iter().copied().eq(v.iter().copied()), "{} left", v.len());
+            assert_eq!(s.get(v.len() - 1), v[v.len() - 1]);
+        }
+        assert!(
+            s.root == NIL && s.nodes.is_empty(),
+            "a short sequence lets its arena go"
+        );
         s.splice(0, s.len(), std::iter::empty());
-        assert!(s.is_empty() && s.nodes.is_empty(), "an emptied sequence lets its arena go");
+        assert!(s.is_empty());
     }
 }
