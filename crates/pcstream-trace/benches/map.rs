@@ -1,8 +1,10 @@
 //! File-system model throughput: file events per second through the in-memory model
 //! (`FsModel::apply`) for a synthetic mix over many files — creates, appends, overwrites,
 //! fdatasync/fsync, closes and unlinks — and, for reference, through `map_file_trace` with
-//! Parquet decoding and encoding included. `PCSTREAM_BENCH_EVENTS` sets the mix size
-//! (default 1 M events).
+//! Parquet decoding and encoding included; and through the model, fio's random writes into a
+//! fallocated file (every write splits an unwritten extent: the extent map's cost per write).
+//! `PCSTREAM_BENCH_EVENTS` sets the mix size (default 1 M events; the fallocated file gets a
+//! fifth of it).
 
 use std::collections::BTreeMap;
 
@@ -124,6 +126,58 @@ impl Files {
     }
 }
 
+/// fio's `randwrite` on a laid-out file: one 1000 MiB file fallocated, then `n` 4 KiB writes at
+/// random blocks, an fdatasync every 256 writes, 40 µs apart on average.
+fn fallocated_random(n: usize) -> (Vec<FileEvent>, BTreeMap<u32, String>) {
+    const BLOCKS: u64 = (1000 << 20) / 4096;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let base = FileEvent {
+        pid: 10,
+        tid: 10,
+        fd: 3,
+        dev: 1,
+        ino: 100,
+        path: 1,
+        ..Default::default()
+    };
+    let mut evs = vec![
+        FileEvent {
+            op: FileOp::Open,
+            flags: 0o101,
+            ..base
+        },
+        FileEvent {
+            op: FileOp::Fallocate,
+            len: BLOCKS * 4096,
+            ..base
+        },
+    ];
+    let mut t = 0;
+    while evs.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        t += x % 80_000;
+        evs.push(FileEvent {
+            ts_ns: t,
+            op: FileOp::Write,
+            offset: (x >> 20) % BLOCKS * 4096,
+            len: 4096,
+            pc: 1 + x % 4,
+            ..base
+        });
+        if evs.len().is_multiple_of(257) {
+            evs.push(FileEvent {
+                ts_ns: t,
+                op: FileOp::Fdatasync,
+                ..base
+            });
+        }
+    }
+    evs.truncate(n);
+    (evs, BTreeMap::from([(1, "/data/fio.0.0".to_string())]))
+}
+
 fn opts() -> MapOptions {
     // 16 GiB file system
     MapOptions::from_mount_opts(4 << 20, "").expect("options")
@@ -162,6 +216,15 @@ fn map(c: &mut Criterion) {
     write_events(&input, &evs, &paths, "bench mix").expect("write");
     g.bench_function("map_file_trace_mix", |b| {
         b.iter(|| map_file_trace(&input, &output, &opts(), &mut |_, _| true).expect("map"))
+    });
+    g.finish();
+    let n = (n / 5).max(3);
+    let (evs, paths) = fallocated_random(n);
+    let mut g = c.benchmark_group("map");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(n as u64));
+    g.bench_function("model_fallocated_random", |b| {
+        b.iter(|| run_model(&evs, &paths))
     });
     g.finish();
 }

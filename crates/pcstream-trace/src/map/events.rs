@@ -206,11 +206,12 @@ impl FsModel {
     /// of the descriptor.
     fn is_direct(&self, ev: &FileEvent) -> bool {
         ev.flags & VIA_DIRECT != 0
-            || self
-                .procs
-                .get(&ev.pid)
-                .and_then(|m| m.get(&ev.fd))
-                .is_some_and(|e| e.direct)
+            || self.direct_opened
+                && self
+                    .procs
+                    .get(&ev.pid)
+                    .and_then(|m| m.get(&ev.fd))
+                    .is_some_and(|e| e.direct)
     }
 
     /// An `O_DIRECT` write, as Linux's direct I/O path does it: the dirty cached pages in its
@@ -296,6 +297,7 @@ impl FsModel {
             cloexec: ev.flags & O_CLOEXEC != 0,
             direct: ev.flags & O_DIRECT != 0,
         };
+        self.direct_opened |= fd.direct;
         self.fd_open(ev.pid, ev.fd, fd, sink)
     }
 

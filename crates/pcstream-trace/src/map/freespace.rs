@@ -20,15 +20,19 @@ const MAX_BUDDY_ORDER: u32 = 13;
 /// `MB_DEFAULT_LINEAR_SCAN_THRESHOLD`); below, it scans groups one after another from the goal.
 const LINEAR_SCAN_THRESHOLD: usize = 16;
 
-/// The buddy chunk at free block `p` of a free run ending at `end`: the largest chunk aligned
-/// to its size (at most 2^[`MAX_BUDDY_ORDER`]) that starts at `p` and ends by `end`.
+/// The buddy chunk at free block `p` of a free run ending at `end` (`p < end`): the largest
+/// chunk aligned to its size (at most 2^[`MAX_BUDDY_ORDER`]) that starts at `p` and ends by
+/// `end` — the smaller of the alignment of `p` and the largest power of two up to `end - p`.
+#[inline]
 fn chunk_at(p: u64, end: u64) -> u64 {
-    let mut size = 1u64 << p.trailing_zeros().min(MAX_BUDDY_ORDER);
-    while p + size > end {
-        size >>= 1;
-    }
-    size
+    debug_assert!(p < end);
+    let align = 1u64 << p.trailing_zeros().min(MAX_BUDDY_ORDER);
+    let fits = 1u64 << (63 - (end - p).leading_zeros());
+    align.min(fits)
 }
+
+/// Chunks of each buddy order (0 ..= [`MAX_BUDDY_ORDER`]) in a group's free runs.
+type OrderCounts = [u32; MAX_BUDDY_ORDER as usize + 1];
 
 /// How many extents mballoc measures before it settles for the best one so far
 /// (`mb_min_to_scan`).
@@ -51,11 +55,14 @@ pub struct FreeSpace {
     ext: BTreeMap<u64, u64>,
     group_free: Vec<u64>,
     group_max: Vec<u64>,
-    /// Each group's largest free buddy order (see [`FreeSpace::largest_order`]); `None` when
-    /// the group changed since it was last computed.
-    group_order: Vec<Option<u32>>,
-    /// Each group's count of free extents (see [`FreeSpace::avg_fragment`]), as above.
-    group_frags: Vec<Option<u64>>,
+    /// Each group's buddy chunks by order (see [`FreeSpace::largest_order`]), kept as free
+    /// runs come and go: the group scan asks every group for its largest order at each
+    /// allocation, and walking a fragmented group's runs for it was a tenth of the model's time.
+    group_orders: Vec<OrderCounts>,
+    /// Each group's orders with at least one chunk, one bit each: its largest order at once.
+    group_order_bits: Vec<u16>,
+    /// Each group's count of free extents (see [`FreeSpace::avg_fragment`]), kept likewise.
+    group_frags: Vec<u64>,
     free: u64,
     blocks: u64,
 }
@@ -67,8 +74,9 @@ impl FreeSpace {
             ext: BTreeMap::new(),
             group_free: vec![0; layout.groups as usize],
             group_max: vec![0; layout.groups as usize],
-            group_order: vec![None; layout.groups as usize],
-            group_frags: vec![None; layout.groups as usize],
+            group_orders: vec![[0; MAX_BUDDY_ORDER as usize + 1]; layout.groups as usize],
+            group_order_bits: vec![0; layout.groups as usize],
+            group_frags: vec![0; layout.groups as usize],
             free: 0,
             blocks: layout.blocks,
         };
@@ -125,7 +133,7 @@ impl FreeSpace {
         if let Some((&ps, &pl)) = self.ext.range(..start).next_back() {
             debug_assert!(ps + pl <= start, "double free at {start}");
             if ps + pl == start && ps >= gstart {
-                self.ext.remove(&ps);
+                self.remove_run(ps, pl);
                 s = ps;
                 l += pl;
             }
@@ -134,13 +142,11 @@ impl FreeSpace {
         if let Some((&ns, &nl)) = self.ext.range(start..).next() {
             debug_assert!(ns >= start + len, "double free at {ns}");
             if ns == start + len && ns < gend {
-                self.ext.remove(&ns);
+                self.remove_run(ns, nl);
                 l += nl;
             }
         }
-        self.ext.insert(s, l);
-        self.group_order[g] = None;
-        self.group_frags[g] = None;
+        self.add_run(s, l);
         self.group_free[g] += len;
         self.free += len;
         if l > self.group_max[g] {
@@ -160,20 +166,52 @@ impl FreeSpace {
                 .expect("taking blocks that are free");
             debug_assert!(es + el > s, "taking used block {s}");
             let take_end = end.min(es + el);
-            self.ext.remove(&es);
+            self.remove_run(es, el);
             if es < s {
-                self.ext.insert(es, s - es);
+                self.add_run(es, s - es);
             }
             if take_end < es + el {
-                self.ext.insert(take_end, es + el - take_end);
+                self.add_run(take_end, es + el - take_end);
             }
             let g = Self::group(s);
-            self.group_order[g] = None;
-            self.group_frags[g] = None;
             self.group_free[g] -= take_end - s;
             self.free -= take_end - s;
             s = take_end;
         }
+    }
+
+    /// Add the free run `[s, s + l)` (inside one group) to the extents and its group's counts.
+    fn add_run(&mut self, s: u64, l: u64) {
+        self.ext.insert(s, l);
+        self.count_run(s, l, true);
+    }
+
+    /// Remove the free run `[s, s + l)`, as held in the extents, and its counts.
+    fn remove_run(&mut self, s: u64, l: u64) {
+        self.ext.remove(&s);
+        self.count_run(s, l, false);
+    }
+
+    /// Count the run `[s, s + l)` into its group's fragments and buddy chunks (`add`), or out.
+    fn count_run(&mut self, s: u64, l: u64, add: bool) {
+        let g = Self::group(s);
+        let orders = &mut self.group_orders[g];
+        let bits = &mut self.group_order_bits[g];
+        let (mut p, end) = (s, s + l);
+        while p < end {
+            let size = chunk_at(p, end);
+            let k = size.trailing_zeros();
+            let o = &mut orders[k as usize];
+            *o = if add { *o + 1 } else { *o - 1 };
+            if *o == 0 {
+                *bits &= !(1 << k);
+            } else {
+                *bits |= 1 << k;
+            }
+            p += size;
+        }
+        let n = &mut self.group_frags[g];
+        *n = if add { *n + 1 } else { *n - 1 };
     }
 
     /// Length of the free run starting exactly at `b` (0 if `b` is used).
@@ -402,20 +440,11 @@ impl FreeSpace {
 
     /// Group `g`'s average free fragment: its free blocks over its free extents (mballoc's
     /// `bb_free / bb_fragments`); 0 with no free block.
-    fn avg_fragment(&mut self, g: usize) -> u64 {
+    fn avg_fragment(&self, g: usize) -> u64 {
         if self.group_free[g] == 0 {
             return 0;
         }
-        let n = match self.group_frags[g] {
-            Some(n) => n,
-            None => {
-                let gstart = g as u64 * BLOCKS_PER_GROUP;
-                let n = self.ext.range(gstart..gstart + BLOCKS_PER_GROUP).count() as u64;
-                self.group_frags[g] = Some(n);
-                n
-            }
-        };
-        self.group_free[g] / n.max(1)
+        self.group_free[g] / self.group_frags[g].max(1)
     }
 
     /// The buddy chunk mballoc's power-of-two search takes in group `g` for `want` (a power of
@@ -448,26 +477,12 @@ impl FreeSpace {
 
     /// The order of group `g`'s largest free buddy chunk (its free extents split into maximal
     /// chunks aligned to their size, at most 2^[`MAX_BUDDY_ORDER`]); `None` with no free block.
-    fn largest_order(&mut self, g: usize) -> Option<u32> {
+    fn largest_order(&self, g: usize) -> Option<u32> {
         if self.group_free[g] == 0 {
             return None;
         }
-        if let Some(o) = self.group_order[g] {
-            return Some(o);
-        }
-        let gstart = g as u64 * BLOCKS_PER_GROUP;
-        let mut best = 0u64;
-        for (&s, &l) in self.ext.range(gstart..gstart + BLOCKS_PER_GROUP) {
-            let (mut p, end) = (s, s + l);
-            while p < end {
-                let size = chunk_at(p, end);
-                best = best.max(size);
-                p += size;
-            }
-        }
-        let o = best.trailing_zeros();
-        self.group_order[g] = Some(o);
-        Some(o)
+        let bits = self.group_order_bits[g];
+        (bits != 0).then(|| 15 - bits.leading_zeros())
     }
 
     /// [`FreeSpace::find`] without trying a goal block: a request with no neighbouring extent
@@ -615,6 +630,50 @@ mod tests {
             f.find(32_000, 1000, Some(1)).unwrap().0,
             32_768 + f_first(&l, 1)
         );
+    }
+
+    /// The group counts kept as runs change equal the counts taken afresh from the runs, after
+    /// random takes and releases; and a chunk is what the halving of the aligned size gives.
+    #[test]
+    fn group_counts_follow_the_runs() {
+        let layout = Layout::new(8 * BLOCKS_PER_GROUP, 0).unwrap();
+        let mut f = FreeSpace::new(&layout);
+        let mut used: Vec<(u64, u64)> = Vec::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for step in 0..4000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x.is_multiple_of(3) && !used.is_empty() {
+                let (s, n) = used.swap_remove((x >> 8) as usize % used.len());
+                f.release(s, n);
+            } else if let Some((s, n)) = f.find(x >> 20, 1 + (x >> 4) % 300, None) {
+                f.take(s, n);
+                used.push((s, n));
+            }
+            for g in 0..layout.groups as usize {
+                let gstart = g as u64 * BLOCKS_PER_GROUP;
+                let mut orders = [0u32; MAX_BUDDY_ORDER as usize + 1];
+                let mut frags = 0;
+                for (s, l) in f.extents_in(gstart, gstart + BLOCKS_PER_GROUP) {
+                    frags += 1;
+                    let (mut p, end) = (s, s + l);
+                    while p < end {
+                        let mut size = 1u64 << p.trailing_zeros().min(MAX_BUDDY_ORDER);
+                        while p + size > end {
+                            size >>= 1;
+                        }
+                        assert_eq!(chunk_at(p, end), size, "chunk at {p} of a run to {end}");
+                        orders[size.trailing_zeros() as usize] += 1;
+                        p += size;
+                    }
+                }
+                assert_eq!(f.group_frags[g], frags, "step {step}, group {g}");
+                assert_eq!(f.group_orders[g], orders, "step {step}, group {g}");
+                let top = orders.iter().rposition(|&n| n > 0).map(|o| o as u32);
+                assert_eq!(f.largest_order(g), top, "step {step}, group {g}");
+            }
+        }
     }
 
     /// Block `off` of group `g`.

@@ -30,6 +30,7 @@ mod namespace;
 pub mod options;
 pub mod output;
 pub mod pagecache;
+mod ranked;
 mod writeback;
 
 use std::collections::BTreeMap;
@@ -213,6 +214,9 @@ pub struct FsModel {
     unknown_ops: u64,
     unsupported_falloc: u64,
     anonymous_writes: u64,
+    /// Whether any descriptor was opened with `O_DIRECT`: until one is, a write needs no look
+    /// at its descriptor to know it goes through the page cache.
+    direct_opened: bool,
     scratch: Vec<(u64, DirtyPage)>,
 }
 
@@ -338,6 +342,7 @@ impl FsModel {
             unknown_ops: 0,
             unsupported_falloc: 0,
             anonymous_writes: 0,
+            direct_opened: false,
             scratch: Vec::new(),
             opts,
         })
