@@ -423,39 +423,35 @@ def test_bad_input(progs: dict[str, Path], tmp_path: Path) -> None:
     assert proc.returncode == 3 and "does not exist" in proc.stderr
 
 
-def test_overhead_benchmark_runs(tmp_path: Path) -> None:
-    """tools/bench_record.py (make bench-record) at a tiny size, so the benchmark never rots."""
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "bench_record.py"), "--writes", "2000", "--repeat", "1"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def run_bench_record(*args: str) -> tuple[str, list[str], list[str]]:
+    """tools/bench_record.py at 2000 writes, one repeat: its first line, its row names, and the BPF
+    capture's row names where it can run (root, BPF, the built loader; else none). Every row's
+    median is positive."""
+    tool = str(ROOT / "tools" / "bench_record.py")
+    cmd = [sys.executable, tool, "--writes", "2000", "--repeat", "1", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("2000 x 64 B pwrite, depth 10, frames 12, median of 1")
+    assert all(float(line.split()[-4]) > 0 for line in lines[2:])
     names = [line[:26].strip() for line in lines[2:]]
-    # the BPF capture's row where it can run (root, BPF, the built loader)
     bpf = ["record --via bpf", "record --via bpf, no fp", "record --via auto (fp)"]
-    bpf = bpf if "record --via bpf" in names else []
+    return lines[0], names, bpf if "record --via bpf" in names else []
+
+
+def test_overhead_benchmark_runs() -> None:
+    """tools/bench_record.py (make bench-record) at a tiny size, so the benchmark never rots."""
+    first, names, bpf = run_bench_record()
+    assert first.startswith("2000 x 64 B pwrite, depth 10, frames 12, median of 1")
     assert names == ["no shim", "shim loaded, inert"] + [
         f"record --method {m}" for m in ("fp", "unwind", "auto", "scan")
     ] + bpf + [f"live {m}, PC {what}" for m in ("fp", "auto") for what in ("in table", "unknown")]
-    assert all(float(line.split()[-4]) > 0 for line in lines[2:])
 
 
 def test_capture_benchmark_at_depth_6_runs() -> None:
     """`make bench`'s capture line: no shim, the shim's methods and the BPF capture beside them."""
-    cmd = [sys.executable, str(ROOT / "tools" / "bench_record.py"), "--writes", "2000", "--repeat", "1"]
-    proc = subprocess.run([*cmd, "--depth", "6", "--capture"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[0].startswith("2000 x 64 B pwrite, depth 6, frames 12, median of 1")
-    names = [line[:26].strip() for line in lines[2:]]
-    bpf = ["record --via bpf", "record --via bpf, no fp", "record --via auto (fp)"]
-    bpf = bpf if "record --via bpf" in names else []
+    first, names, bpf = run_bench_record("--depth", "6", "--capture")
+    assert first.startswith("2000 x 64 B pwrite, depth 6, frames 12, median of 1")
     assert names == ["no shim"] + [f"record --method {m}" for m in ("fp", "unwind", "auto", "scan")] + bpf
-    assert all(float(line.split()[-4]) > 0 for line in lines[2:])
 
 
 # ---------- exit paths, the safety net, warnings, hints ----------
