@@ -7,6 +7,7 @@
 //! (`config::check_sizes`), which this estimate relies on.
 
 use crate::config::SsdConfig;
+use crate::ftl::page_map::PageLayout;
 
 /// Bytes of policy state per logical page the estimate allows (the largest per-page state of
 /// any policy is 9 bytes: SepBIT's FIFO time and liveness bit; MiDAS, hot/cold and FileStream
@@ -18,7 +19,9 @@ pub const POLICY_BYTES_PER_LOGICAL_PAGE: u64 = 16;
 pub struct Estimate {
     /// The L2P map: 4 bytes per logical page.
     pub l2p: u64,
-    /// Per physical page: reverse map and metadata (24 bytes).
+    /// Per physical page: reverse map and write time (8 bytes), and as the layout says the host
+    /// stream (1 byte where it is not packed) and a PC index (4 bytes; the table of distinct PCs
+    /// comes on top as the trace shows them, 21 bytes each).
     pub page_meta: u64,
     /// The allocation units' tables and the dies' clocks.
     pub units: u64,
@@ -51,9 +54,9 @@ impl Estimate {
     }
 }
 
-/// The engine state `cfg` needs; `with_death`: the policy sees death times (the oracle).
-/// Call on a validated configuration (its products fit 32 bits).
-pub fn estimate(cfg: &SsdConfig, with_death: bool) -> Estimate {
+/// The engine state `cfg` needs with the per-page `layout` of the run
+/// (`Simulator::page_layout`). Call on a validated configuration (its products fit 32 bits).
+pub fn estimate(cfg: &SsdConfig, layout: &PageLayout) -> Estimate {
     if let Err(e) = crate::config::check_sizes(cfg) {
         panic!("state size of a device whose geometry does not fit 32 bits: {e}");
     }
@@ -61,9 +64,11 @@ pub fn estimate(cfg: &SsdConfig, with_death: bool) -> Estimate {
     let physical = cfg.physical_pages();
     let units = cfg.units() as u64;
     let dies = cfg.dies() as u64;
+    let with_death = layout.death;
+    let death_bytes = if with_death { 8 } else { 0 };
     Estimate {
         l2p: logical * 4,
-        page_meta: physical * 24,
+        page_meta: physical * (layout.bytes_per_physical_page() - death_bytes),
         // state, valid count, times, erases, victim lists (`ftl::unit_pool`); a clock per die.
         units: units * 40 + dies * 8,
         policy: logical * POLICY_BYTES_PER_LOGICAL_PAGE,
@@ -78,15 +83,22 @@ pub fn estimate(cfg: &SsdConfig, with_death: bool) -> Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::placement::{Attrs, GcMode};
 
     #[test]
     fn estimate_follows_the_engine_state() {
         let cfg = SsdConfig::preset("small").unwrap();
-        let e = estimate(&cfg, false);
-        assert_eq!(e.l2p, cfg.logical_pages() * 4);
-        assert_eq!(e.page_meta, cfg.physical_pages() * 24);
+        let logical = cfg.logical_pages();
+        let layout = PageLayout::new(logical, Attrs::NONE, GcMode::SameStream, 8);
+        let e = estimate(&cfg, &layout);
+        assert_eq!(e.l2p, logical * 4);
+        assert_eq!(e.page_meta, cfg.physical_pages() * 8);
         assert_eq!(e.death, 0);
-        assert!(estimate(&cfg, true).total() > e.total());
+        let oracle = PageLayout::new(logical, Attrs::DEATH, GcMode::Policy, 12);
+        assert_eq!(estimate(&cfg, &oracle).page_meta, e.page_meta);
+        assert!(estimate(&cfg, &oracle).total() > e.total());
+        let pcs = PageLayout::new(logical, Attrs::PC, GcMode::SameStream, 8);
+        assert_eq!(estimate(&cfg, &pcs).page_meta, cfg.physical_pages() * 12);
         assert!(e.breakdown().contains("L2P"));
     }
 }
