@@ -9,9 +9,9 @@ code before the change, then check the code after it:
 
 Every field of every result line must be equal except the ones that measure the machine
 (`VOLATILE_FIELDS`: wall-clock time and rates) and the memory the engine and policy hold
-(`MEMORY_FIELDS`: a change of data layout changes them, not what is simulated). Traces are matched by file name, so a reference
-saved in another checkout still applies. Exit status 0 when all results are equal, 1 otherwise
-(each difference printed), 2 on a usage error.
+(`MEMORY_FIELDS`: a change of data layout changes them, not what is simulated). Traces are
+matched by file name, so a reference saved in another checkout still applies. Exit status 0
+when all results are equal, 1 otherwise (each difference printed), 2 on a usage error.
 """
 
 from __future__ import annotations
