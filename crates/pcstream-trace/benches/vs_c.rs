@@ -5,7 +5,9 @@
 //! The engine runs the Parquet trace through `run_trace` (decode included); the C loop reads the
 //! trace's LPNs as a file of u32 written from the same trace. Both are timed as a whole run
 //! (wall clock, the C loop's process start and file read included), interleaved, and the medians
-//! and their ratio printed. Fails when the two WAFs differ by more than 2 %.
+//! and their ratios printed; the C loop also built with `-DREF_PREFETCH` (its host loop prefetches
+//! the map entries a few writes ahead, as the engine does). Fails when the WAFs differ by more
+//! than 2 %.
 //! `PCSTREAM_BENCH_RUNS` (default 3) sets the runs, `PCSTREAM_BENCH_PRESET` the device.
 
 use std::path::{Path, PathBuf};
@@ -36,11 +38,14 @@ fn write_lpns(trace: &Path, out: &Path) -> u64 {
     bytes.len() as u64 / 4
 }
 
-fn build_c(dir: &Path) -> PathBuf {
+/// `ref_ftl.c` built with `cc -O2` and the `extra` flags.
+fn build_c(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ref_ftl.c");
-    let exe = dir.join("ref_ftl");
+    let exe = dir.join(name);
     let st = Command::new("cc")
-        .args(["-O2", "-o"])
+        .arg("-O2")
+        .args(extra)
+        .arg("-o")
         .arg(&exe)
         .arg(&src)
         .status()
@@ -117,8 +122,9 @@ fn main() {
     generate_to_file("uniform", &p, &trace).expect("generate");
     let lpns = dir.path().join("lpns.u32");
     let pages = write_lpns(&trace, &lpns);
-    let exe = build_c(dir.path());
-    let (mut e_times, mut c_times) = (Vec::new(), Vec::new());
+    let exe = build_c(dir.path(), "ref_ftl", &[]);
+    let exe_pf = build_c(dir.path(), "ref_ftl_prefetch", &["-DREF_PREFETCH"]);
+    let (mut e_times, mut c_times, mut pf_times) = (Vec::new(), Vec::new(), Vec::new());
     let (mut e_waf, mut c_waf) = (0.0, 0.0);
     for _ in 0..runs {
         let (t, w) = run_engine(&trace, &cfg);
@@ -127,8 +133,12 @@ fn main() {
         let (t, w) = run_c(&exe, &lpns, &cfg);
         c_times.push(t);
         c_waf = w;
+        let (t, w) = run_c(&exe_pf, &lpns, &cfg);
+        pf_times.push(t);
+        assert_eq!(w, c_waf, "the prefetching build simulates the same");
     }
     let (e, c) = (median(e_times.clone()), median(c_times.clone()));
+    let pf = median(pf_times.clone());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "engine vs C loop: {preset}, baseline, prefill + {FILLS} fills of uniform single-page \
@@ -140,7 +150,9 @@ fn main() {
     );
     println!("  engine (Parquet trace)   median {e:.3} s  runs {e_times:.3?}  WAF {e_waf:.4}");
     println!("  C loop ref_ftl.c (-O2)   median {c:.3} s  runs {c_times:.3?}  WAF {c_waf:.4}");
+    println!("  C loop with prefetch     median {pf:.3} s  runs {pf_times:.3?}");
     println!("  wall ratio engine / C    {:.3}", e / c);
+    println!("  wall ratio engine / C with prefetch {:.3}", e / pf);
     let diff = (e_waf - c_waf).abs() / c_waf;
     assert!(
         diff <= WAF_TOLERANCE,
