@@ -35,12 +35,12 @@ pub struct SimOptions {
     pub trace_name: String,
 }
 
-/// The policy `opts` names, built from the registry, with the options left for the simulator and
-/// a `gc_mode` override taken out of its parameters.
-fn build_policy(
-    cfg: &SsdConfig,
-    mut opts: SimOptions,
-) -> Result<(Box<dyn Placement>, SimOptions, Option<GcMode>), SimError> {
+/// A policy built from the registry, the options left for the simulator, and the `gc_mode`
+/// override taken out of the policy's parameters.
+type BuiltPolicy = (Box<dyn Placement>, SimOptions, Option<GcMode>);
+
+/// The policy `opts` names, built from the registry.
+fn build_policy(cfg: &SsdConfig, mut opts: SimOptions) -> Result<BuiltPolicy, SimError> {
     if !(0.0..=1.0).contains(&opts.prefill) {
         return Err(SimError::BadParam(format!(
             "prefill {} must be between 0 and 1",
