@@ -145,12 +145,14 @@ impl Simulator {
         Simulator::with_policy(cfg, opts, policy, gc_override)
     }
 
-    /// What the engine will keep per page for `opts` on `cfg` (for the memory estimate made
-    /// before anything large is allocated: the policy is built to ask it, then dropped).
-    pub fn page_layout(cfg: &SsdConfig, opts: &SimOptions) -> Result<PageLayout, SimError> {
+    /// What the engine will keep per page for `opts` on `cfg`, and the bytes of the policy's
+    /// state once built (for the memory estimate made before the engine state is allocated: the
+    /// policy is built to ask it, then dropped).
+    pub fn page_layout(cfg: &SsdConfig, opts: &SimOptions) -> Result<(PageLayout, u64), SimError> {
         let (policy, _, gc_override) = build_policy(cfg, opts.clone())?;
         let (gc_mode, n_wps) = gc_plan(cfg, policy.as_ref(), gc_override)?;
-        Ok(layout_of(cfg, policy.sees(), gc_mode, n_wps))
+        let layout = layout_of(cfg, policy.sees(), gc_mode, n_wps);
+        Ok((layout, policy.state_bytes() as u64))
     }
 
     /// Build a simulator around a policy object (one outside the registry, e.g. in tests).

@@ -9,9 +9,9 @@
 use crate::config::SsdConfig;
 use crate::ftl::page_map::PageLayout;
 
-/// Bytes of policy state per logical page the estimate allows (the largest per-page state of
-/// any policy is 9 bytes: SepBIT's FIFO time and liveness bit; MiDAS, hot/cold and FileStream
-/// keep 1–4 bytes).
+/// Bytes of policy state per logical page an estimate that does not know the policy allows
+/// (the largest per-page state of any policy is 9 bytes: SepBIT's FIFO time and liveness bit;
+/// MiDAS, hot/cold and FileStream keep 1–4 bytes).
 pub const POLICY_BYTES_PER_LOGICAL_PAGE: u64 = 16;
 
 /// The engine state a device needs, by part (bytes).
@@ -25,7 +25,7 @@ pub struct Estimate {
     pub page_meta: u64,
     /// The allocation units' tables and the dies' clocks.
     pub units: u64,
-    /// Policy state, at most [`POLICY_BYTES_PER_LOGICAL_PAGE`] per logical page.
+    /// Policy state: what the policy holds once built (its per-page tables).
     pub policy: u64,
     /// The oracle's death times: 8 bytes per physical page, and its pre-pass's 16 bytes per
     /// logical page (the 8 bytes per host page written come on top, as the trace is read).
@@ -41,7 +41,7 @@ impl Estimate {
     pub fn breakdown(&self) -> String {
         let mib = |b: u64| b.div_ceil(1 << 20);
         let mut s = format!(
-            "L2P {} MiB, page metadata {} MiB, units {} MiB, policy up to {} MiB",
+            "L2P {} MiB, page metadata {} MiB, units {} MiB, policy {} MiB",
             mib(self.l2p),
             mib(self.page_meta),
             mib(self.units),
@@ -55,8 +55,9 @@ impl Estimate {
 }
 
 /// The engine state `cfg` needs with the per-page `layout` of the run
-/// (`Simulator::page_layout`). Call on a validated configuration (its products fit 32 bits).
-pub fn estimate(cfg: &SsdConfig, layout: &PageLayout) -> Estimate {
+/// (`Simulator::page_layout`) and `policy_bytes` of policy state. Call on a validated
+/// configuration (its products fit 32 bits).
+pub fn estimate(cfg: &SsdConfig, layout: &PageLayout, policy_bytes: u64) -> Estimate {
     if let Err(e) = crate::config::check_sizes(cfg) {
         panic!("state size of a device whose geometry does not fit 32 bits: {e}");
     }
@@ -71,7 +72,7 @@ pub fn estimate(cfg: &SsdConfig, layout: &PageLayout) -> Estimate {
         page_meta: physical * (layout.bytes_per_physical_page() - death_bytes),
         // state, valid count, times, erases, victim lists (`ftl::unit_pool`); a clock per die.
         units: units * 40 + dies * 8,
-        policy: logical * POLICY_BYTES_PER_LOGICAL_PAGE,
+        policy: policy_bytes,
         death: if with_death {
             physical * 8 + logical * 16
         } else {
@@ -90,15 +91,15 @@ mod tests {
         let cfg = SsdConfig::preset("small").unwrap();
         let logical = cfg.logical_pages();
         let layout = PageLayout::new(logical, Attrs::NONE, GcMode::SameStream, 8);
-        let e = estimate(&cfg, &layout);
+        let e = estimate(&cfg, &layout, 0);
         assert_eq!(e.l2p, logical * 4);
         assert_eq!(e.page_meta, cfg.physical_pages() * 8);
         assert_eq!(e.death, 0);
         let oracle = PageLayout::new(logical, Attrs::DEATH, GcMode::Policy, 12);
-        assert_eq!(estimate(&cfg, &oracle).page_meta, e.page_meta);
-        assert!(estimate(&cfg, &oracle).total() > e.total());
+        assert_eq!(estimate(&cfg, &oracle, 0).page_meta, e.page_meta);
+        assert!(estimate(&cfg, &oracle, 0).total() > e.total());
         let pcs = PageLayout::new(logical, Attrs::PC, GcMode::SameStream, 8);
-        assert_eq!(estimate(&cfg, &pcs).page_meta, cfg.physical_pages() * 12);
+        assert_eq!(estimate(&cfg, &pcs, 0).page_meta, cfg.physical_pages() * 12);
         assert!(e.breakdown().contains("L2P"));
     }
 }

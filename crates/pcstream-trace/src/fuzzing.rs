@@ -156,7 +156,9 @@ pub fn ssd_toml(data: &[u8]) {
         pcstream_core::placement::GcMode::Policy,
         255,
     );
-    let e = pcstream_core::state_size::estimate(&cfg, &everything);
+    let policy_bytes =
+        cfg.logical_pages() * pcstream_core::state_size::POLICY_BYTES_PER_LOGICAL_PAGE;
+    let e = pcstream_core::state_size::estimate(&cfg, &everything, policy_bytes);
     assert!(e.total() > 0);
     if cfg.physical_pages() > 1 << 16 {
         return;

@@ -87,10 +87,15 @@ pub fn check(need: u64, what: &str, detail: &str, fix: &str) -> Result<(), Strin
     }
 }
 
-/// Check the engine state of `cfg` with the per-page `layout` of the run against the memory
-/// available: a [`ConfigError::Memory`] naming the device and the figures.
-pub fn check_engine(cfg: &SsdConfig, layout: &PageLayout) -> Result<Estimate, ConfigError> {
-    let e = pcstream_core::state_size::estimate(cfg, layout);
+/// Check the engine state of `cfg` with the per-page `layout` of the run and `policy_bytes` of
+/// policy state against the memory available: a [`ConfigError::Memory`] naming the device and
+/// the figures.
+pub fn check_engine(
+    cfg: &SsdConfig,
+    layout: &PageLayout,
+    policy_bytes: u64,
+) -> Result<Estimate, ConfigError> {
+    let e = pcstream_core::state_size::estimate(cfg, layout, policy_bytes);
     check(
         e.total(),
         &format!(
