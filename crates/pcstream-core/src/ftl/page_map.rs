@@ -274,3 +274,32 @@ impl PageMap {
             + self.death.as_ref().map_or(0, |d| d.len() * 8)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::{Attrs, GcMode};
+
+    #[test]
+    fn write_times_widen_past_32_bits_and_fields_survive_a_copy() {
+        let layout = PageLayout::new(8, Attrs::PC, GcMode::Policy, 4);
+        let mut m = PageMap::new(8, 16, layout);
+        m.map(Lpn(0), Ppn(0), PageMeta::new(PREFILL_TIME, 0, 0));
+        m.map(Lpn(1), Ppn(1), PageMeta::new(7, 99, 3));
+        assert_eq!(m.t_write(Ppn(1)), 7);
+        let late = (1u64 << 32) + 5;
+        m.map(Lpn(2), Ppn(2), PageMeta::new(late, 42, 2));
+        assert_eq!(m.t_write(Ppn(0)), PREFILL_TIME);
+        assert_eq!((m.t_write(Ppn(1)), m.t_write(Ppn(2))), (7, late));
+        m.relocate(Ppn(2), Ppn(9));
+        assert_eq!(m.lookup(Lpn(2)), Some(Ppn(9)));
+        assert_eq!(m.lpn_at(Ppn(2)), NONE);
+        assert_eq!((m.t_write(Ppn(9)), m.pc(Ppn(9))), (late, 42));
+        assert_eq!(m.stored_stream(Ppn(9)), Some(2));
+        assert_eq!(m.unmap(Lpn(1)), Some(Ppn(1)));
+        assert_eq!(
+            (m.lpn_at(Ppn(1)), m.pc(Ppn(1)), m.stored_stream(Ppn(1))),
+            (NONE, 99, Some(3))
+        );
+    }
+}
