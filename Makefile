@@ -73,8 +73,9 @@ test-python: install browser ## Python: ruff lint and format check, pytest
 	$(BIN)/ruff format --check python tests
 	$(BIN)/pytest -q --durations=25 tests/python
 
-bench: install ## Benchmarks: engine, fs model (map), importers, pcstream bench, every policy's cost per write, compare on the suite, record and live hints per write
+bench: install ## Benchmarks: engine, engine vs a bare C loop, fs model (map), importers, pcstream bench, every policy's cost per write, compare on the suite, record and live hints per write
 	$(CARGO) bench -p pcstream-trace --bench engine
+	$(CARGO) bench -p pcstream-trace --bench vs_c
 	$(CARGO) bench -p pcstream-trace --bench map
 	$(CARGO) bench -p pcstream-trace --bench import
 	$(CARGO) bench -p pcstream-trace --bench record

@@ -8,9 +8,10 @@ code before the change, then check the code after it:
     python tools/same_results.py check before.jsonl -- t.parquet --ssd small   # other compare args
 
 Every field of every result line must be equal except the ones that measure the machine
-(`VOLATILE_FIELDS`: wall-clock time and rates). Traces are matched by file name, so a reference
-saved in another checkout still applies. Exit status 0 when all results are equal, 1 otherwise
-(each difference printed), 2 on a usage error.
+(`VOLATILE_FIELDS`: wall-clock time and rates) and the memory the engine and policy hold
+(`MEMORY_FIELDS`: a change of data layout changes them, not what is simulated). Traces are
+matched by file name, so a reference saved in another checkout still applies. Exit status 0
+when all results are equal, 1 otherwise (each difference printed), 2 on a usage error.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pcstream.api import VOLATILE_FIELDS
 
 Result = dict[str, Any]
 
+MEMORY_FIELDS = frozenset({"bytes_per_page", "engine_state_bytes", "policy_state_bytes"})
+
 
 def run_compare(args: list[str]) -> list[Result]:
     """The result lines of `pcstream compare --json ARGS` (the bundled suite when ARGS is empty)."""
@@ -38,8 +41,8 @@ def key(r: Result) -> tuple[str, str, str]:
 
 
 def stable(r: Result) -> Result:
-    """The result without its machine-dependent fields, with the trace named by its file name."""
-    out = {k: v for k, v in r.items() if k not in VOLATILE_FIELDS}
+    """The result without its machine-dependent and memory fields, the trace named by its file."""
+    out = {k: v for k, v in r.items() if k not in VOLATILE_FIELDS | MEMORY_FIELDS}
     out["trace"] = Path(str(r["trace"])).name
     return out
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use crate::config::SsdConfig;
 use crate::error::SimError;
-use crate::ftl::page_map::{PageMeta, PREFILL_TIME};
+use crate::ftl::page_map::{PageLayout, PageMeta, PREFILL_TIME};
 use crate::ftl::{write_points, Ftl};
 use crate::metrics::{Metrics, SimResult};
 use crate::placement::oracle::{DeathPass, DeathTimes};
@@ -33,6 +33,80 @@ pub struct SimOptions {
     pub params: BTreeMap<String, String>,
     /// Label of the trace in results.
     pub trace_name: String,
+}
+
+/// A policy built from the registry, the options left for the simulator, and the `gc_mode`
+/// override taken out of the policy's parameters.
+type BuiltPolicy = (Box<dyn Placement>, SimOptions, Option<GcMode>);
+
+/// The policy `opts` names, built from the registry.
+fn build_policy(cfg: &SsdConfig, mut opts: SimOptions) -> Result<BuiltPolicy, SimError> {
+    if !(0.0..=1.0).contains(&opts.prefill) {
+        return Err(SimError::BadParam(format!(
+            "prefill {} must be between 0 and 1",
+            opts.prefill
+        )));
+    }
+    let gc_override = match opts.params.remove("gc_mode") {
+        None => None,
+        Some(v) => Some(GcMode::parse(&v).ok_or_else(|| {
+            SimError::BadParam(format!(
+                "gc_mode={v}: use same_stream, substream or single_gc"
+            ))
+        })?),
+    };
+    let mut ctx = PolicyCtx {
+        host_streams: cfg.ftl.host_streams,
+        logical_pages: cfg.logical_pages(),
+        unit_pages: cfg.unit_pages(),
+        units: cfg.units(),
+        write_point_budget: crate::ftl::write_point_budget(cfg),
+        seed: opts.seed,
+        params: opts.params.clone(),
+    };
+    let policy = registry::build(&opts.policy, &mut ctx)?;
+    Ok((policy, opts, gc_override))
+}
+
+/// The GC mode (the policy's, or the override) and the write points it needs.
+fn gc_plan(
+    cfg: &SsdConfig,
+    policy: &dyn Placement,
+    gc_override: Option<GcMode>,
+) -> Result<(GcMode, u32), SimError> {
+    let mut gc_mode = policy.gc_mode();
+    if let Some(m) = gc_override {
+        if gc_mode == GcMode::Policy || m == GcMode::Policy {
+            return Err(SimError::BadParam(format!(
+                "gc_mode={}: policy {} places GC copies itself",
+                m.name(),
+                policy.name()
+            )));
+        }
+        gc_mode = m;
+    }
+    let n_wps = write_points(
+        cfg.ftl.host_streams,
+        gc_mode,
+        policy.internal_write_points(),
+    );
+    if n_wps > 255 {
+        return Err(SimError::BadParam(format!(
+            "{n_wps} write points: at most 255 are supported"
+        )));
+    }
+    Ok((gc_mode, n_wps))
+}
+
+/// The per-page layout: host pages go to the host streams, or in `GcMode::Policy` to any of the
+/// `n_wps` write points (`Simulator::write_page` holds them to that).
+fn layout_of(cfg: &SsdConfig, sees: Attrs, gc_mode: GcMode, n_wps: u32) -> PageLayout {
+    let stream_values = if gc_mode == GcMode::Policy {
+        n_wps
+    } else {
+        cfg.ftl.host_streams
+    };
+    PageLayout::new(cfg.logical_pages(), sees, gc_mode, stream_values)
 }
 
 pub struct Simulator {
@@ -66,32 +140,19 @@ pub struct Simulator {
 
 impl Simulator {
     /// Build a simulator: the policy from the registry, the FTL for its write points.
-    pub fn new(cfg: &SsdConfig, mut opts: SimOptions) -> Result<Simulator, SimError> {
-        if !(0.0..=1.0).contains(&opts.prefill) {
-            return Err(SimError::BadParam(format!(
-                "prefill {} must be between 0 and 1",
-                opts.prefill
-            )));
-        }
-        let gc_override = match opts.params.remove("gc_mode") {
-            None => None,
-            Some(v) => Some(GcMode::parse(&v).ok_or_else(|| {
-                SimError::BadParam(format!(
-                    "gc_mode={v}: use same_stream, substream or single_gc"
-                ))
-            })?),
-        };
-        let mut ctx = PolicyCtx {
-            host_streams: cfg.ftl.host_streams,
-            logical_pages: cfg.logical_pages(),
-            unit_pages: cfg.unit_pages(),
-            units: cfg.units(),
-            write_point_budget: crate::ftl::write_point_budget(cfg),
-            seed: opts.seed,
-            params: opts.params.clone(),
-        };
-        let policy = registry::build(&opts.policy, &mut ctx)?;
+    pub fn new(cfg: &SsdConfig, opts: SimOptions) -> Result<Simulator, SimError> {
+        let (policy, opts, gc_override) = build_policy(cfg, opts)?;
         Simulator::with_policy(cfg, opts, policy, gc_override)
+    }
+
+    /// What the engine will keep per page for `opts` on `cfg`, and the bytes of the policy's
+    /// state once built (for the memory estimate made before the engine state is allocated: the
+    /// policy is built to ask it, then dropped).
+    pub fn page_layout(cfg: &SsdConfig, opts: &SimOptions) -> Result<(PageLayout, u64), SimError> {
+        let (policy, _, gc_override) = build_policy(cfg, opts.clone())?;
+        let (gc_mode, n_wps) = gc_plan(cfg, policy.as_ref(), gc_override)?;
+        let layout = layout_of(cfg, policy.sees(), gc_mode, n_wps);
+        Ok((layout, policy.state_bytes() as u64))
     }
 
     /// Build a simulator around a policy object (one outside the registry, e.g. in tests).
@@ -101,33 +162,14 @@ impl Simulator {
         policy: Box<dyn Placement>,
         gc_override: Option<GcMode>,
     ) -> Result<Simulator, SimError> {
-        let mut gc_mode = policy.gc_mode();
-        if let Some(m) = gc_override {
-            if gc_mode == GcMode::Policy || m == GcMode::Policy {
-                return Err(SimError::BadParam(format!(
-                    "gc_mode={}: policy {} places GC copies itself",
-                    m.name(),
-                    policy.name()
-                )));
-            }
-            gc_mode = m;
-        }
-        let n_wps = write_points(
-            cfg.ftl.host_streams,
-            gc_mode,
-            policy.internal_write_points(),
-        );
-        if n_wps > 255 {
-            return Err(SimError::BadParam(format!(
-                "{n_wps} write points: at most 255 are supported"
-            )));
-        }
+        let (gc_mode, n_wps) = gc_plan(cfg, policy.as_ref(), gc_override)?;
         // Validate for the reserve GC needs with these write points and destinations: a device
         // that cannot hold its logical space plus that reserve would stall GC once full.
         let fanout = policy.gc_fanout().unwrap_or(n_wps).clamp(1, n_wps);
         cfg.validate_with(n_wps, crate::ftl::gc_destinations(gc_mode, n_wps, fanout))?;
         let sees = policy.sees();
-        let ftl = Ftl::new(cfg, gc_mode, n_wps, fanout, false, sees.has(Attrs::DEATH));
+        let layout = layout_of(cfg, sees, gc_mode, n_wps);
+        let ftl = Ftl::new(cfg, gc_mode, n_wps, fanout, false, layout);
         let tick_period = policy.tick_period();
         let logical_pages = cfg.logical_pages();
         Ok(Simulator {
@@ -478,7 +520,7 @@ impl Simulator {
         self.ftl
             .map
             .lookup(Lpn(lpn))
-            .map(|p| self.ftl.map.page_stream(p).0)
+            .map(|p| self.ftl.page_meta(p).stream)
     }
 
     /// Write point (host stream, substream or policy class) of the unit holding an LPN (tests).

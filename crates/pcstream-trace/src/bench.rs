@@ -45,8 +45,6 @@ pub fn bench(
 ) -> Result<BenchResult, RunError> {
     let logical = cfg.logical_pages();
     let writes = if pages == 0 { 3 * logical } else { pages };
-    let with_death = policy == "oracle";
-    crate::meminfo::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
     let dir = std::env::temp_dir().join(format!("pcstream-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| TraceError::Io {
         path: dir.display().to_string(),

@@ -150,7 +150,15 @@ pub fn ssd_toml(data: &[u8]) {
         return;
     };
     assert!(cfg.ftl.op > 0.0 && cfg.ftl.op <= pcstream_core::config::MAX_OP);
-    let e = pcstream_core::state_size::estimate(&cfg, true);
+    let everything = pcstream_core::ftl::page_map::PageLayout::new(
+        cfg.logical_pages(),
+        pcstream_core::placement::Attrs::PC.union(pcstream_core::placement::Attrs::DEATH),
+        pcstream_core::placement::GcMode::Policy,
+        255,
+    );
+    let policy_bytes =
+        cfg.logical_pages() * pcstream_core::state_size::POLICY_BYTES_PER_LOGICAL_PAGE;
+    let e = pcstream_core::state_size::estimate(&cfg, &everything, policy_bytes);
     assert!(e.total() > 0);
     if cfg.physical_pages() > 1 << 16 {
         return;

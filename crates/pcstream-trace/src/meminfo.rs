@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use pcstream_core::ftl::page_map::PageLayout;
 use pcstream_core::state_size::Estimate;
 use pcstream_core::{ConfigError, SsdConfig};
 
@@ -86,10 +87,15 @@ pub fn check(need: u64, what: &str, detail: &str, fix: &str) -> Result<(), Strin
     }
 }
 
-/// Check the engine state of `cfg` (with death times for the oracle) against the memory
-/// available: a [`ConfigError::Memory`] naming the device and the figures.
-pub fn check_engine(cfg: &SsdConfig, with_death: bool) -> Result<Estimate, ConfigError> {
-    let e = pcstream_core::state_size::estimate(cfg, with_death);
+/// Check the engine state of `cfg` with the per-page `layout` of the run and `policy_bytes` of
+/// policy state against the memory available: a [`ConfigError::Memory`] naming the device and
+/// the figures.
+pub fn check_engine(
+    cfg: &SsdConfig,
+    layout: &PageLayout,
+    policy_bytes: u64,
+) -> Result<Estimate, ConfigError> {
+    let e = pcstream_core::state_size::estimate(cfg, layout, policy_bytes);
     check(
         e.total(),
         &format!(

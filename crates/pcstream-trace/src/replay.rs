@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use pcstream_core::placement::{registry, Attrs};
 use pcstream_core::request::Op;
 use pcstream_core::{Request, SimError, SimOptions, SimResult, Simulator, SsdConfig};
 
@@ -87,10 +86,9 @@ pub fn run_trace(
     check_trace(path, &reader, cfg)?;
     let aged_rows = reader.meta().aged.map_or(0, |a| a.rows);
     // Before anything is allocated: the engine state must fit the memory available.
-    let with_death = registry::POLICIES
-        .iter()
-        .any(|p| p.name == opts.policy && p.sees.has(Attrs::DEATH));
-    crate::meminfo::check_engine(cfg, with_death).map_err(|e| RunError::Sim(e.into()))?;
+    let (layout, policy_bytes) = Simulator::page_layout(cfg, &opts).map_err(RunError::Sim)?;
+    crate::meminfo::check_engine(cfg, &layout, policy_bytes)
+        .map_err(|e| RunError::Sim(e.into()))?;
     let mut sim = Simulator::new(cfg, opts).map_err(RunError::Sim)?;
     if let Some((t, label)) = table {
         load_table(&mut sim, t, label)?;

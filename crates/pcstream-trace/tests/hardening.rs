@@ -274,7 +274,7 @@ fn overflowing_geometry_is_refused_and_huge_devices_checked_against_memory() {
     let ok = format!("{}[timing]\nprogram_us = 1000000\n", toml(4, 4, 256, 64));
     SsdConfig::from_toml("slowest", &ok).expect("1 s per program is allowed");
     // Valid (under 2^32 pages) but far larger than this machine's memory: 2^32 - 2^20 pages
-    // need about 170 GiB of engine state.
+    // need about 47 GiB of engine state with baseline (11.7 bytes per physical page).
     let cfg = SsdConfig::from_toml("huge", &toml(64, 64, 4095, 256)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.parquet");

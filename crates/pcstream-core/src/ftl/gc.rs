@@ -148,7 +148,7 @@ impl Ftl {
             }
             GcMode::SingleGc => hs,
             GcMode::Policy => {
-                let m = self.map.meta[from.0 as usize];
+                let m = self.page_meta(from);
                 let info = PageInfo {
                     lpn,
                     t_write: (m.t_write != super::page_map::PREFILL_TIME)

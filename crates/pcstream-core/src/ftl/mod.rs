@@ -6,6 +6,7 @@
 pub mod frontier;
 pub mod gc;
 pub mod geometry;
+pub mod page_layout;
 pub mod page_map;
 pub mod unit_pool;
 pub mod verify;
@@ -16,7 +17,7 @@ use crate::timing::DieClock;
 use crate::units::{LogicalTime, Lpn, Ppn};
 use frontier::WritePoint;
 use geometry::Geometry;
-use page_map::{PageMap, PageMeta};
+use page_map::{PageLayout, PageMap, PageMeta};
 use unit_pool::Units;
 
 /// Counters of physical work (all since construction; the simulator takes differences).
@@ -112,7 +113,7 @@ impl Ftl {
         n_wps: u32,
         policy_fanout: u32,
         timing: bool,
-        with_death: bool,
+        layout: PageLayout,
     ) -> Ftl {
         let gc_dests = gc_destinations(gc_mode, n_wps, policy_fanout);
         if let Err(e) = cfg.validate_with(n_wps, gc_dests) {
@@ -121,7 +122,7 @@ impl Ftl {
         let geo = Geometry::new(cfg);
         let (gc_low, gc_high) = gc_watermarks(cfg, n_wps, gc_dests);
         Ftl {
-            map: PageMap::new(geo.logical_pages, geo.physical_pages, with_death),
+            map: PageMap::new(geo.logical_pages, geo.physical_pages, layout),
             units: Units::new(geo.units, geo.unit_pages, cfg.ftl.gc_victim),
             wps: (0..n_wps).map(|_| WritePoint::default()).collect(),
             host_streams: cfg.ftl.host_streams,
@@ -143,7 +144,37 @@ impl Ftl {
         let unit = self.geo.unit_of(old);
         self.units.remove_valid(unit);
         let death = self.map.death.as_ref().map_or(0, |d| d[old.0 as usize]);
-        Some((self.map.meta[old.0 as usize], death))
+        Some((self.page_meta(old), death))
+    }
+
+    /// Write time, PC and host stream of the version at `ppn` (valid or just invalidated).
+    #[inline]
+    pub fn page_meta(&self, ppn: Ppn) -> PageMeta {
+        PageMeta {
+            t_write: self.map.t_write(ppn),
+            pc: self.map.pc(ppn),
+            stream: match self.map.stored_stream(ppn) {
+                Some(s) => s,
+                None => self.unit_stream(ppn),
+            },
+        }
+    }
+
+    /// Host stream of the pages of the unit holding `ppn`, in the GC modes that keep a unit to
+    /// one host stream: its write point, or for a substream the stream it serves.
+    #[inline]
+    fn unit_stream(&self, ppn: Ppn) -> u8 {
+        use unit_pool::UnitState;
+        let wp = match self.units.state[self.geo.unit_of(ppn).0 as usize] {
+            UnitState::Open(w) | UnitState::Sealed(w) | UnitState::Collecting(w) => w,
+            UnitState::Free => 0,
+        };
+        let hs = self.host_streams as u8;
+        if self.gc_mode == GcMode::Substream && wp >= hs {
+            wp - hs
+        } else {
+            wp
+        }
     }
 
     /// Program a host page of `lpn` (already invalidated) at write point `wp`.

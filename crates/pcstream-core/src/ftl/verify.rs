@@ -40,11 +40,9 @@ impl Ftl {
         for (lpn, &p) in self.map.l2p.iter().enumerate() {
             if p != NONE {
                 mapped += 1;
-                if self.map.meta[p as usize].lpn as usize != lpn {
-                    return Err(format!(
-                        "lpn {lpn} → ppn {p}, but ppn {p} → {}",
-                        self.map.meta[p as usize].lpn
-                    ));
+                let back = self.map.lpn_at(crate::units::Ppn(p));
+                if back as usize != lpn {
+                    return Err(format!("lpn {lpn} → ppn {p}, but ppn {p} → {back}"));
                 }
             }
         }
@@ -62,9 +60,8 @@ impl Ftl {
     fn verify_unit(&self, u: u32, counts: &mut StateCounts) -> Result<u32, String> {
         let g = &self.geo;
         let base = (u * g.unit_pages) as usize;
-        let pages: Vec<u32> = self.map.meta[base..base + g.unit_pages as usize]
-            .iter()
-            .map(|m| m.lpn)
+        let pages: Vec<u32> = (base..base + g.unit_pages as usize)
+            .map(|p| self.map.lpn_at(crate::units::Ppn(p as u32)))
             .collect();
         let mut valid = 0u32;
         for (off, &l) in pages.iter().enumerate() {
