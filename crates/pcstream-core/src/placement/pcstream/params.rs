@@ -79,6 +79,21 @@ pub enum Merge {
     MinGain,
 }
 
+impl Merge {
+    /// The `merge` parameter (default `min_gain`).
+    fn parse(ctx: &mut PolicyCtx) -> Result<Merge, SimError> {
+        ctx.choice(
+            "merge",
+            "min_gain",
+            &[
+                ("cost", Merge::Cost),
+                ("fit_first", Merge::FitFirst),
+                ("min_gain", Merge::MinGain),
+            ],
+        )
+    }
+}
+
 /// Everything fixed when the policy is built.
 pub struct Params {
     /// Registry name: `pcstream` (substreams) or `pcstream-star`.
@@ -180,15 +195,7 @@ impl Params {
             "pages",
             &[("pages", true), ("lifetimes", false)],
         )?;
-        let merge = ctx.choice(
-            "merge",
-            "min_gain",
-            &[
-                ("cost", Merge::Cost),
-                ("fit_first", Merge::FitFirst),
-                ("min_gain", Merge::MinGain),
-            ],
-        )?;
+        let merge = Merge::parse(ctx)?;
         // `pcstream-star` takes these three as well, and has no use for them.
         let (hv_min_units, class_base, class_ratio) = shared_substream_params(ctx)?;
         let sub = if full {
