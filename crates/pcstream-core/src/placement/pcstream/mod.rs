@@ -18,7 +18,8 @@
 //! What it sees: PC, lifetime feedback (old version's write time, PC and host stream);
 //! `high_variance` and `age` also GC victim information, `death` also death times.
 //! State: per PC one `PcEntry` (72 B) + its hash index slot; K centroids. The per-page write
-//! time/PC the feedback needs are the simulator's page metadata (13 B per physical page).
+//! time/PC the feedback needs are the simulator's page metadata (a 4-byte write time in the page
+//! record and a 4-byte PC index per physical page: docs/PERFORMANCE.md).
 //! Parameters: `params.rs` (defaults and checks), listed in docs/POLICIES.md.
 //! Deviations: lifetime statistics are cumulative (unless `stat_decay`); never-invalidated data
 //! contribute no lifetime (right-censoring, as in the paper), but their pages count in the
