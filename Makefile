@@ -30,6 +30,8 @@ system-deps: ## Install missing system packages (apt-get, only when something is
 	command -v cc >/dev/null 2>&1 || missing="$$missing build-essential"; \
 	$(PYTHON) -c 'import venv, ensurepip' >/dev/null 2>&1 || missing="$$missing python3-venv"; \
 	[ -e /usr/include/libaio.h ] || missing="$$missing libaio-dev"; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	[ -e /usr/include/zstd.h ] || missing="$$missing libzstd-dev"; \
 	command -v gawk >/dev/null 2>&1 || missing="$$missing gawk"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing system packages:$$missing"; \

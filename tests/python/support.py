@@ -42,7 +42,9 @@ class Run:
 
 def invoke(*args: str | os.PathLike[str]) -> Run:
     """Run the CLI in-process (click's CliRunner); a Python exception escaping it fails the test."""
-    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=True)
+    # COLUMNS unset, whatever runs the tests sets: tables take the pipe width of
+    # python/pcstream/cli/_common.py.
+    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=True, env={"COLUMNS": None})
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return Run(result.exit_code, result.stdout, result.stderr)

@@ -71,7 +71,11 @@ X.files.parquet, X.layout.json, X.blkparse. Method: docs/FSMODEL.md."""
     "running CMD, with the BPF capture (root); until --duration, SIGINT/SIGTERM, or they end.",
 )
 @click.option(
-    "--duration", type=float, default=None, metavar="S", help="--pid: stop recording after S seconds."
+    "--duration",
+    type=float,
+    default=None,
+    metavar="S",
+    help="--pid: stop recording S seconds after the capture (and JFR in a JVM) is attached.",
 )
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @pack_options(RecordOptions)

@@ -65,16 +65,21 @@ def capture(
     it could not)."""
     argv = [str(bpfrun.capture_path()), "-o", str(logdir.resolve()), "--frames", str(frames)]
     argv += ["--pid", ",".join(str(p) for p in pids)]
-    if duration:
-        argv += ["--duration", str(duration)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     with _forward_to(proc):
-        # the capture attaches in a fraction of a second; JFR.start takes about one
+        # the capture attaches in a fraction of a second; JFR.start takes about one, several on
+        # a loaded machine: the duration counts from when both are in place, so that a short
+        # recording of a JVM does not end before its writes get Java call paths
         for pid in pids:
             if jvmattach.is_jvm_process(pid):
                 started = jvmattach.start(pid, frames)
                 (warnings if isinstance(started, str) else jvms).append(started)  # type: ignore[arg-type]
-        _, err = proc.communicate()
+        try:
+            _, err = proc.communicate(timeout=duration)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGINT)  # the capture stops and writes what it has
+            _, err = proc.communicate()
     for handle in jvms:
         stopped = handle.stop()
         if stopped is not None:
