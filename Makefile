@@ -16,6 +16,9 @@ BIN := $(VENV)/bin
 CARGO ?= cargo
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Engine tests check every FTL invariant on a schedule.
+# pytest workers: one more than the cores, since many tests wait on the programs they record; a
+# test file stays on one worker (--dist loadfile), so its module fixtures are built once.
+PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 CARGO_TEST_FEATURES := --features pcstream-core/verify
 
 .PHONY: help install system-deps venv engine demo test test-rust test-python bench policy-table fmt lint clean browser
@@ -73,7 +76,7 @@ browser: ## Install Chromium (apt package chromium) if missing: the report test 
 test-python: install browser ## Python: ruff lint and format check, pytest
 	$(BIN)/ruff check python tests
 	$(BIN)/ruff format --check python tests
-	$(BIN)/pytest -q --durations=25 tests/python
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=25 tests/python
 
 bench: install ## Benchmarks: engine, engine vs a bare C loop, fs model (map), importers, pcstream bench, every policy's cost per write, compare on the suite, record and live hints per write
 	$(CARGO) bench -p pcstream-trace --bench engine
