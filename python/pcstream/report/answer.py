@@ -19,7 +19,8 @@ from pcstream.report.data import discard_mode
 
 # The oracle knows the future: shown as the bound, never marked as a workload's best.
 ORACLE = "oracle"
-# Baseline WAF from which GC is busy enough that placement can save much (the suite's target).
+# Baseline WAF from which GC is busy enough that placement can save much (the suite's target),
+# as the seeds' 90 %-full devices were: a workload is then GC-bound.
 GC_BOUND = 1.3
 # The policies shown in their own column (when they ran); every other policy can still be a
 # workload's best, named in the "best" column. Fourteen columns do not fit a terminal.

@@ -10,7 +10,8 @@ from typing import Any
 
 from pcstream import diagnose
 from pcstream.compare.outcome import Outcome
-from pcstream.report import figures, html
+from pcstream.report import figures, gap, html
+from pcstream.report.answer import GC_BOUND
 from pcstream.report.data import RunInfo, Sweep, discard_mode, modes, pc_tables, sweep, trace_labels
 from pcstream.report.results import JSONL, PARQUET, write_results
 
@@ -101,7 +102,11 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
     names = _Names()
     ok = sum(1 for row in data.rows if row.ok)
     prefills = {o.job.trace: o.job.options.prefill for o in outcomes}
-    sections = [answer_section(data, fig_dir, names), parameters_section(data, info, labels, prefills)]
+    sections = [answer_section(data, fig_dir, names)]
+    why = gap_section(outcomes, labels)
+    if why is not None:
+        sections.append(why)
+    sections.append(parameters_section(data, info, labels, prefills))
     if data.failures():
         failed = html.Section("failures", f"Failures ({len(data.failures())})")
         failed.body.append(html.failures_list(data.failures(), labels))
@@ -257,6 +262,28 @@ def answer_section(data: Sweep, fig_dir: str, names: _Names) -> html.Section:
     if len(answer.body) == 1:
         answer.body.append('<p class="note">No baseline run: nothing to compare against.</p>')
     return answer
+
+
+def gap_section(outcomes: Sequence[Outcome], labels: dict[str, str]) -> html.Section | None:
+    """Why pcstream stands where it does on the GC-bound workloads (``report.gap``); None when no
+    trace has the baseline, pcstream and the oracle with GC busy and a gap between them. Runs
+    ``pcstream-star`` twice more per such trace (the learned table)."""
+    rows = gap.gaps(outcomes)
+    if not rows:
+        return None
+    section = html.Section("gap", "The gap to the oracle")
+    section.body.append(
+        '<p class="note">On each workload where GC is busy (baseline WAF ≥ '
+        f"{GC_BOUND:g}): the share of the gap between the baseline and the oracle that "
+        f"<code>pcstream</code> closes, (baseline − pcstream) / (baseline − oracle); "
+        f"<code>{gap.LEARNER}</code> started from the PC→stream table its own first run over the "
+        "same trace saved (a table learned in advance, not a bound) and the share of the gap it "
+        "recovers, (pcstream − learned) / gap; and what is left after the better of the two, "
+        "which neither knowing the PCs' lifetimes in advance nor the host streams give: the "
+        "placement of GC copies and the lifetimes a PC does not tell.</p>"
+    )
+    section.body.append(html.gap_table(rows, labels))
+    return section
 
 
 def prefill_text(prefills: dict[str, float], labels: dict[str, str]) -> str:

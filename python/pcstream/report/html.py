@@ -14,6 +14,7 @@ from string import Template
 from typing import Any
 
 from pcstream.report.data import BASELINE, PcEntry, PcTable, Row, Sweep, short_path, trace_labels
+from pcstream.report.gap import LEARNER, Gap
 
 
 @dataclass
@@ -204,3 +205,17 @@ def failures_list(rows: Sequence[Row], labels: dict[str, str]) -> str:
         for r in rows
     )
     return f'<ul class="failures">{items}</ul>'
+
+
+def gap_table(rows: Sequence[tuple[str, str, Gap]], labels: dict[str, str]) -> str:
+    """Per GC-bound trace and SSD: the WAFs, the share of the gap to the oracle ``pcstream``
+    closes, and what a learned table recovers of the rest (``report.gap``)."""
+    head = ["trace", "ssd", "baseline", "pcstream", "oracle", "gap closed by pcstream"]
+    head += [f"{LEARNER} from a learned table", "recovers", "left to GC copies and what PCs do not tell"]
+    lines = ["<table>", "<tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr>"]
+    for trace, ssd, g in rows:
+        cells = [esc(labels.get(trace, trace)), esc(ssd), num(g.base), num(g.ours), num(g.oracle)]
+        cells += [share(g.closed), num(g.learned), share(g.recovered), share(g.left)]
+        lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines.append("</table>")
+    return "\n".join(lines)

@@ -28,18 +28,16 @@ from typing import Any
 
 from pcstream import api, tracemeta
 from pcstream.options import SimOptions
+from pcstream.report.answer import GC_BOUND
 from pcstream.report.data import discard_mode
+from pcstream.report.gap import TIE, Gap
 from pcstream.workloads import tables
 
 ROCKS = ("rocksdb",)
 # The GCC traces the persistent-table claim is measured on.
 GCC = ("gcc",)
-# WAFs closer than this (relative) are the same: GC noise, not a finding.
-TIE = 0.001
 # Below this baseline WAF, GC copies so little that no placement can matter much.
 LITTLE_GC = 1.05
-# From this baseline WAF a workload is GC-bound, as the seeds' 90 %-full devices were.
-GC_BOUND = 1.3
 # The prefill of traces without their own aged state (as compare's default).
 PREFILL = 0.9
 
@@ -312,20 +310,17 @@ def gc_bound(by: dict[str, dict[str, dict[str, Any]]], learned: dict[str, float]
 
 
 def gap_left(r: dict[str, dict[str, Any]], learned: float | None) -> str:
-    """For the gap pcstream leaves to the oracle, as shares of the whole gap (baseline − oracle):
-    what ``pcstream-star`` recovers starting from the PC table of a first run over the same trace
-    (a learned table, not a bound: (pcstream − learned) / gap), and what is left after the better
-    of the two (GC copies' placement and what PCs do not tell: (min − oracle) / gap)."""
-    if learned is None or not all(p in r for p in ("baseline", "pcstream", "oracle")):
-        return ""
-    base, ours, best = (r[p]["waf"] for p in ("baseline", "pcstream", "oracle"))
-    gap = base - best
-    if gap <= TIE * base:
+    """For the gap pcstream leaves to the oracle (shares of the whole gap, ``report.gap``): what
+    ``pcstream-star`` recovers starting from the PC table of a first run over the same trace (a
+    learned table, not a bound), and what is left after the better of the two (GC copies'
+    placement and what PCs do not tell)."""
+    gap = _gap(r, learned)
+    if gap is None or learned is None:
         return ""
     return (
         f"; from a table learned on a first run over the same trace, `pcstream-star` {learned:.3f} "
-        f"(recovers {(ours - learned) / gap:.0%} of the gap); left to the placement of GC copies and "
-        f"to what PCs do not tell: {(min(ours, learned) - best) / gap:.0%}"
+        f"(recovers {gap.recovered:.0%} of the gap); left to the placement of GC copies and "
+        f"to what PCs do not tell: {gap.left:.0%}"
     )
 
 
@@ -350,12 +345,18 @@ def same_trace_tables(by: Runs, traces_dir: Path, ssd: str) -> dict[str, dict[st
 def gap_closed(r: dict[str, dict[str, Any]]) -> str:
     """The share of the gap between baseline and the oracle that pcstream closes,
     (baseline − pcstream) / (baseline − oracle), as a clause ("" without the three runs or a gap)."""
+    gap = _gap(r, None)
+    if gap is None:
+        return ""
+    return f"; `pcstream` closes {gap.closed:.0%} of the gap to `oracle`"
+
+
+def _gap(r: dict[str, dict[str, Any]], learned: float | None) -> Gap | None:
+    """The gap of one workload's runs (None without the three runs or a gap to split)."""
     if not all(p in r for p in ("baseline", "pcstream", "oracle")):
-        return ""
-    base, ours, best = (r[p]["waf"] for p in ("baseline", "pcstream", "oracle"))
-    if base - best <= TIE * base:
-        return ""
-    return f"; `pcstream` closes {(base - ours) / (base - best):.0%} of the gap to `oracle`"
+        return None
+    gap = Gap(*(r[p]["waf"] for p in ("baseline", "pcstream", "oracle")), learned=learned)
+    return gap if gap.splits else None
 
 
 def persistent_table(traces: list[Path], ssd: str) -> dict[str, str]:
