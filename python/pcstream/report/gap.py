@@ -15,6 +15,7 @@ import dataclasses
 import os
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from pcstream import api
@@ -86,9 +87,11 @@ def gaps(outcomes: Sequence[Outcome], learn: bool = True) -> list[tuple[str, str
             continue
         base, ours, best = (float(r[p].result["waf"]) for p in ("baseline", "pcstream", "oracle"))  # type: ignore[index]
         gap = Gap(base, ours, best)
-        if base < GC_BOUND or not gap.splits:
-            continue
-        if learn:
-            gap = dataclasses.replace(gap, learned=learned_waf(trace, r["pcstream"].job.options))
-        out.append((trace, ssd, gap))
-    return out
+        if base >= GC_BOUND and gap.splits:
+            out.append((trace, ssd, gap, r["pcstream"].job.options))
+    if not learn:
+        return [(trace, ssd, gap) for trace, ssd, gap, _ in out]
+    # The engine lets go of the interpreter while it simulates: one trace per core at a time.
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        wafs = list(pool.map(lambda job: learned_waf(job[0], job[3]), out))
+    return [(trace, ssd, dataclasses.replace(gap, learned=w)) for (trace, ssd, gap, _), w in zip(out, wafs)]
