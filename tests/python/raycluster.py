@@ -119,7 +119,7 @@ class Cluster:
             if node.poll() is None:
                 try:
                     os.killpg(node.pid, signal.SIGTERM)
-                    node.wait(timeout=20)
+                    node.wait(timeout=5)  # then SIGKILL: the test is over, nothing to keep
                 except (ProcessLookupError, subprocess.TimeoutExpired):
                     pass
             try:
