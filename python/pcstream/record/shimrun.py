@@ -190,7 +190,11 @@ def new_logdir() -> Path:
     """A fresh log directory owned by this process, after removing stale ones."""
     sweep_stale_logdirs()
     logdir = Path(tempfile.mkdtemp(prefix=LOGDIR_PREFIX))
-    (logdir / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    # Written aside and renamed: the owner file appears with the pid in it, so a recording killed
+    # in between never leaves an empty one, which the sweep could not judge and would keep.
+    aside = logdir / (OWNER_FILE + ".new")
+    aside.write_text(f"{os.getpid()}\n")
+    os.replace(aside, logdir / OWNER_FILE)
     return logdir
 
 
