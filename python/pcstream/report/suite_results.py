@@ -30,7 +30,7 @@ from pcstream import api, tracemeta
 from pcstream.options import SimOptions
 from pcstream.report.answer import GC_BOUND
 from pcstream.report.data import discard_mode
-from pcstream.report.gap import TIE, Gap
+from pcstream.report.gap import TIE, Gap, learned_waf
 from pcstream.workloads import tables
 
 ROCKS = ("rocksdb",)
@@ -335,10 +335,7 @@ def same_trace_tables(by: Runs, traces_dir: Path, ssd: str) -> dict[str, dict[st
             trace = traces_dir / (w + ("" if m == "discard" else f".{m}") + ".parquet")
             if not trace.is_file():
                 continue
-            with tempfile.TemporaryDirectory() as d:
-                sim = tables.sim_options(trace, ssd, os.path.join(d, "pcs.json"))
-                api.simulate(str(trace), "pcstream-star", sim)
-                out[m][w] = api.simulate(str(trace), "pcstream-star", sim)["waf"]
+            out[m][w] = learned_waf(str(trace), tables.sim_options(trace, ssd, None))
     return out
 
 
