@@ -104,7 +104,7 @@ def bundled_suite(ctx: click.Context) -> list[str]:
     metavar="N",
     default=None,
     show_default="number of cores",
-    help="Simulations to run at once, each in its own process (CPUs of a local Ray).",
+    help="Simulations to run at once, each in its own process (CPUs of a local Ray); also the processes that draw the report's per-trace figures.",
 )
 @click.option(
     "--results",
@@ -200,7 +200,7 @@ def command(
                 traces, policy_spec, ssd_list, prefill if prefill_given else None, sim
             ),
         )
-        index = write_report(outcomes, report_dir, info)
+        index = write_report(outcomes, report_dir, info, jobs)
         click.echo(f"report: {index}", err=True)
     ctx.exit(status)
 

@@ -54,7 +54,7 @@ SEED = 1
     type=click.IntRange(min=1),
     metavar="N",
     default=None,
-    help="Simulations at once  [default: number of cores].",
+    help="Simulations at once, and processes drawing the report's per-trace figures  [default: number of cores].",
 )
 @click.pass_context
 def command(
@@ -93,7 +93,7 @@ def command(
         executor=sweep.executor_name(n_jobs, None),
         command=sweep.command_line(traces, "all", [ssd], None, sim),
     )
-    index = write_report(outcomes, out_dir, info)
+    index = write_report(outcomes, out_dir, info, n_jobs)
     results_path = os.path.join(out_dir, "results.jsonl")
 
     console = stdout()

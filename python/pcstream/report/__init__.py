@@ -63,14 +63,15 @@ def _load(module: str, param: str) -> ModuleType:
         raise _missing(missing, param) from None
 
 
-def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> str:
+def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo, jobs: int | None = None) -> str:
     """Write the report (page, figures, data files) into ``out_dir``; returns the page's path.
+    Its per-trace figures are drawn on up to ``jobs`` processes (None: one per core).
 
     matplotlib and pyarrow are imported here, on first use, so that importing the package (as
     ``compare`` does for every run) stays cheap.
     """
     build = _load("pcstream.report.build", "report")
-    return str(build.write_report(outcomes, out_dir, info))
+    return str(build.write_report(outcomes, out_dir, info, jobs))
 
 
 def write_results(outcomes: Sequence[Outcome], out_dir: str) -> tuple[str, str]:

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pcstream import diagnose
+from pcstream.compare.jobs import default_jobs
 from pcstream.compare.outcome import Outcome
-from pcstream.report import figures, gap, html
+from pcstream.report import drawing, figures, gap, html
 from pcstream.report.answer import GC_BOUND
 from pcstream.report.data import RunInfo, Sweep, discard_mode, modes, pc_tables, sweep, trace_labels
 from pcstream.report.results import JSONL, PARQUET, write_results
@@ -88,8 +89,9 @@ def _figure(name: str | None, caption: str) -> list[str]:
     return [] if name is None else [html.figure(html.Figure(f"{FIGURES}/{name}", caption))]
 
 
-def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> str:
-    """Write the report (page, figures, data files) into ``out_dir``; returns the page's path."""
+def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo, jobs: int | None = None) -> str:
+    """Write the report (page, figures, data files) into ``out_dir``; returns the page's path.
+    The per-trace figures are drawn on up to ``jobs`` processes (None: one per core)."""
     data: Sweep = sweep(outcomes)
     fig_dir = os.path.join(out_dir, FIGURES)
     os.makedirs(fig_dir, exist_ok=True)
@@ -114,7 +116,7 @@ def write_report(outcomes: Sequence[Outcome], out_dir: str, info: RunInfo) -> st
     sections.append(results_section(data))
     # The figures are named in page order (names() makes them unique in the order it is asked).
     sections += ssd_sections(data, fig_dir, names)
-    sections += trace_sections(data, labels, fig_dir, names)
+    sections += trace_sections(data, labels, fig_dir, names, jobs or default_jobs())
     sections.append(pc_streams_section(data, labels))
 
     lead = (
@@ -180,8 +182,11 @@ def ssd_sections(data: Sweep, fig_dir: str, names: _Names) -> list[html.Section]
     return sections
 
 
-def trace_sections(data: Sweep, labels: dict[str, str], fig_dir: str, names: _Names) -> list[html.Section]:
-    """The figures drawn per trace and SSD: per-stream lifetimes and latency CDFs."""
+def trace_sections(
+    data: Sweep, labels: dict[str, str], fig_dir: str, names: _Names, jobs: int
+) -> list[html.Section]:
+    """The figures drawn per trace and SSD (on up to ``jobs`` processes): per-stream lifetimes
+    and latency CDFs."""
     life = html.Section("lifetimes", "Lifetimes per stream")
     life.body.append(
         '<p class="note">Lifetime of a page = host pages written between its write and its '
@@ -189,17 +194,16 @@ def trace_sections(data: Sweep, labels: dict[str, str], fig_dir: str, names: _Na
         "box: the stream and its share of the host pages. Log scale.</p>"
     )
     cdf = html.Section("latency", "Latency CDFs")
+    tasks, captions = [], []
     for trace in data.traces:
         for ssd in data.ssds:
             label = labels[trace]
-            life.body += _figure(
-                figures.lifetimes(data, trace, ssd, fig_dir, names("lifetimes", label, ssd)),
-                f"Per-stream lifetimes on {label}, ssd {ssd}",
-            )
-            cdf.body += _figure(
-                figures.latency_cdf(data, trace, ssd, fig_dir, names("latency", label, ssd)),
-                f"Request latency CDF on {label}, ssd {ssd}",
-            )
+            tasks.append(drawing.Task("lifetimes", trace, ssd, names("lifetimes", label, ssd)))
+            captions.append(f"Per-stream lifetimes on {label}, ssd {ssd}")
+            tasks.append(drawing.Task("latency", trace, ssd, names("latency", label, ssd)))
+            captions.append(f"Request latency CDF on {label}, ssd {ssd}")
+    for task, drawn, caption in zip(tasks, drawing.draw(data, tasks, fig_dir, jobs), captions):
+        (life if task.kind == "lifetimes" else cdf).body += _figure(drawn, caption)
     if not cdf.body:
         cdf.body.append('<p class="note">No latency CDFs: the runs modelled no timing.</p>')
     return [life, cdf]
