@@ -104,7 +104,10 @@ def bundled_suite(ctx: click.Context) -> list[str]:
     metavar="N",
     default=None,
     show_default="number of cores",
-    help="Simulations to run at once, each in its own process (CPUs of a local Ray); also the processes that draw the report's per-trace figures.",
+    help=(
+        "Simulations to run at once, each in its own process (CPUs of a local Ray); "
+        "also the processes that draw the report's per-trace figures."
+    ),
 )
 @click.option(
     "--results",

@@ -54,7 +54,7 @@ SEED = 1
     type=click.IntRange(min=1),
     metavar="N",
     default=None,
-    help="Simulations at once, and processes drawing the report's per-trace figures  [default: number of cores].",
+    help="Simulations at once, and processes drawing the report's figures  [default: number of cores].",
 )
 @click.pass_context
 def command(
