@@ -285,21 +285,41 @@ def test_ctrl_c_in_a_callback_during_the_import_is_one_line_and_130(tmp_path: Pa
     assert (proc.returncode, proc.stderr) == (128 + signal.SIGINT, "pcstream: error: interrupted\n")
 
 
+# A frame of the pcstream package in a traceback (the `pcstream` script itself is not one).
+PACKAGE_FRAME = re.compile(r'File "[^"]*/pcstream/[^"]*\.py"')
+
+# Attempts per delay when the signal came before pcstream's own code ran (a loaded machine).
+EARLY_RETRIES = 5
+
+
+def _before_our_code(returncode: int, err: str) -> bool:
+    """SIGINT while Python itself was still starting (or in the script's `import re`): killed
+    by the default disposition, or a traceback without a frame of the package. Python's default
+    applies there (docs/HARDENING.md), so that run says nothing about pcstream."""
+    if returncode == -signal.SIGINT:
+        return True
+    return "Traceback" in err and PACKAGE_FRAME.search(err) is None
+
+
 def test_ctrl_c_in_the_first_quarter_second_is_one_line_and_130(tmp_path: Path) -> None:
     """SIGINT in the first 0.25 s of `pcstream record` (importing the command line, checking, or
     running the program, which gets it): status 130, at most one line of pcstream's own, never
-    a traceback. From 0.1 s: before, Python itself may still be starting (docs/HARDENING.md)."""
+    a traceback. From 0.1 s: before, Python itself may still be starting (docs/HARDENING.md); on
+    a loaded machine it may still be at 0.1 s, and such a run is tried again."""
     exe = Path(sys.executable).parent / "pcstream"
     if not exe.exists():
         pytest.skip(f"{exe}: the pcstream command is not installed (make install)")
     for delay in (0.1, 0.12, 0.15, 0.2, 0.25):
-        proc = subprocess.Popen(
-            [exe, "record", "--via", "shim", "-o", "t.parquet", "--", "sleep", "5"],
-            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        time.sleep(delay)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
+        for _attempt in range(EARLY_RETRIES):
+            proc = subprocess.Popen(
+                [exe, "record", "--via", "shim", "-o", "t.parquet", "--", "sleep", "5"],
+                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            time.sleep(delay)
+            proc.send_signal(signal.SIGINT)
+            _out, err = proc.communicate(timeout=60)
+            if not _before_our_code(proc.returncode, err):
+                break
         assert "Traceback" not in err, f"after {delay} s: {err}"
         assert proc.returncode == 128 + signal.SIGINT, f"after {delay} s: {proc.returncode}: {err}"
         own = [line for line in err.splitlines() if not line.startswith("pcstream record")]
