@@ -281,14 +281,14 @@ impl Simulator {
             )));
         }
         let meta = PageMeta::new(PREFILL_TIME, 0, 0);
-        let aged = self.aged.iter().flat_map(|&(l, n)| l..l + n);
-        for lpn in (0..self.prefill_pages).chain(aged) {
-            let death = self.deaths.as_ref().map_or(0, |d| d.prefill[lpn as usize]);
-            self.ftl.program_host(
+        let deaths = self.deaths.as_ref().map(|d| &d.prefill[..]);
+        for &(lpn, n) in std::iter::once(&(0, self.prefill_pages)).chain(&self.aged) {
+            self.ftl.program_run(
                 Lpn(lpn),
+                n,
                 0,
                 meta,
-                death,
+                deaths,
                 LogicalTime(0),
                 self.policy.as_mut(),
             );
@@ -607,3 +607,6 @@ impl Simulator {
         }
     }
 }
+
+#[cfg(test)]
+mod prefill_tests;

@@ -98,6 +98,13 @@ impl Units {
         self.valid[u.0 as usize] += 1;
     }
 
+    /// `n` pages programmed into open unit `u` at once.
+    #[inline]
+    pub fn add_valid_n(&mut self, u: UnitId, n: u32) {
+        debug_assert!(matches!(self.state[u.0 as usize], UnitState::Open(_)));
+        self.valid[u.0 as usize] += n;
+    }
+
     /// A page of `u` became invalid.
     #[inline]
     pub fn remove_valid(&mut self, u: UnitId) {
