@@ -283,15 +283,8 @@ impl Simulator {
         let meta = PageMeta::new(PREFILL_TIME, 0, 0);
         let deaths = self.deaths.as_ref().map(|d| &d.prefill[..]);
         for &(lpn, n) in std::iter::once(&(0, self.prefill_pages)).chain(&self.aged) {
-            self.ftl.program_run(
-                Lpn(lpn),
-                n,
-                0,
-                meta,
-                deaths,
-                LogicalTime(0),
-                self.policy.as_mut(),
-            );
+            self.ftl
+                .program_run(Lpn(lpn), n, meta, deaths, self.policy.as_mut());
         }
         if self.opts.timing {
             self.ftl.timer = Some(DieClock::new(self.dies, &self.timing_cfg));

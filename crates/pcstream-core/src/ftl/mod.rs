@@ -205,7 +205,7 @@ impl Ftl {
         done
     }
 
-    /// Program the logical pages `first .. first + n` in order to write point `wp`, before the
+    /// Program the logical pages `first .. first + n` in order to write point 0, before the
     /// clock runs (the prefill and an aged state: no timing, each page unmapped, `deaths[lpn]`
     /// its death time when given): the pages `program_host` would place one at a time, a unit's
     /// worth at a time (a fill of 2.9 M pages ran at about 14 ns a page page by page).
@@ -213,16 +213,16 @@ impl Ftl {
         &mut self,
         first: Lpn,
         n: u64,
-        wp: u8,
         meta: PageMeta,
         deaths: Option<&[u64]>,
-        now: LogicalTime,
         policy: &mut dyn crate::placement::Placement,
     ) {
         assert!(
             self.timer.is_none(),
             "program_run before the clock runs only"
         );
+        // Cold data: stream 0's write point, at logical time 0.
+        let (wp, now) = (0u8, LogicalTime(0));
         let unit_pages = self.geo.unit_pages;
         let end = first.0 + n;
         let mut lpn = first.0;

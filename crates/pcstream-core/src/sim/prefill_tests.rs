@@ -77,7 +77,10 @@ fn page_by_page(sim: &mut Simulator) {
     }
 }
 
-fn state(sim: &Simulator) -> (Vec<Option<u32>>, Vec<u32>, Option<Vec<u64>>, usize) {
+/// The page map, the valid count of each unit, the pages' death times and the open write points.
+type State = (Vec<Option<u32>>, Vec<u32>, Option<Vec<u64>>, usize);
+
+fn state(sim: &Simulator) -> State {
     let map = (0..sim.logical_pages)
         .map(|l| sim.ftl.map.lookup(Lpn(l)).map(|p| p.0))
         .collect();
