@@ -207,8 +207,8 @@ impl Ftl {
 
     /// Program the logical pages `first .. first + n` in order to write point 0, before the
     /// clock runs (the prefill and an aged state: no timing, each page unmapped, `deaths[lpn]`
-    /// its death time when given): the pages `program_host` would place one at a time, a unit's
-    /// worth at a time (a fill of 2.9 M pages ran at about 14 ns a page page by page).
+    /// its death time when given): where `program_host` would place them one at a time, placed
+    /// a unit's worth at a time (page by page, a fill of 2.9 M pages took about 14 ns a page).
     pub fn program_run(
         &mut self,
         first: Lpn,
